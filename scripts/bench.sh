@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Speed and size benchmarks. Prints figures; checks nothing (targets are in the README).
+#   platform build: 16,384 and 131,072 GPUs (8 per node, 3-tier fat-tree of radix 128)
+#   one data-parallel step of the bundled 7B layer stack on 1,024 GPUs, one process, one core
+set -euo pipefail
+cd "$(dirname "$0")/.."
+./scripts/install-deps.sh
+cmake -S . -B build/release -G Ninja -DCMAKE_BUILD_TYPE=Release -DPRISMSIM_BUILD_TESTS=OFF >/dev/null
+cmake --build build/release >/dev/null
+bin=build/release/simulator
+example=workloads/scenarios/dp-h100.yaml
+fabric=(platform.fabric.levels=3 platform.fabric.radix=128 "platform.fabric.oversubscription=[1,1]")
+
+echo "== platform build"
+for gpus in 16384 131072; do
+  "$bin/prismsim-bench-platform" "$example" "${fabric[@]}" "platform.datacenters.0.nodes=$((gpus / 8))"
+done
+
+echo "== one data-parallel step, 1,024 GPUs, one core (whole command: parse, build, simulate)"
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+for fidelity in coarse step; do
+  /usr/bin/time -f "%e s wall, %M KiB peak" taskset -c 0 "$bin/prismsim" run "$example" \
+    --out "$out" --runs 1 --jobs 1 --set simulation.steps=1 \
+    --set engine.collective_fidelity=$fidelity 2>"$out/time" >/dev/null
+  events=$(grep -o '"executions": [0-9]*, "transfers": [0-9]*' "$out/summary.json")
+  echo "collectives $fidelity: $(tail -1 "$out/time"); $events"
+done

@@ -1,0 +1,171 @@
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <boost/program_options.hpp>
+#include <fmt/format.h>
+
+#include "config/scenario_loader.hpp"
+#include "core/diagnostics.hpp"
+#include "montecarlo/replications.hpp"
+#include "runtime/simulation.hpp"
+#include "stats/results_writer.hpp"
+#include "workload/layer_stack.hpp"
+
+namespace po = boost::program_options;
+using namespace prismsim;
+
+namespace {
+
+constexpr int kExitOk = 0;
+constexpr int kExitRunFailed = 1;
+constexpr int kExitBadInput = 2;
+
+const char* const kUsage =
+    "usage: prismsim run SCENARIO.yaml [--out DIR] [--runs N] [--seed S] [--jobs J]\n"
+    "                    [--set PATH=VALUE]...\n"
+    "       prismsim check SCENARIO.yaml [--set PATH=VALUE]...\n"
+    "       prismsim --help | --version\n";
+
+struct UsageError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+struct Options {
+  std::string command;
+  std::string scenario;
+  std::string out = "out";
+  std::vector<std::string> overrides;
+  int jobs = 0;
+};
+
+void write_file(const std::filesystem::path& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary);
+  out << text;
+  out.close();
+  if (!out) throw std::runtime_error(fmt::format("cannot write '{}'", path.string()));
+}
+
+int run_check(const Options& options) {
+  const Scenario s = load_scenario(options.scenario, options.overrides);
+  std::cout << fmt::format("{}: ok: scenario {} on {} ({} GPUs of {}), workload {}\n",
+                           options.scenario, s.name, s.platform.name,
+                           s.parallelism.dp * s.parallelism.tp * s.parallelism.pp,
+                           s.platform.total_gpus(), s.workload.name);
+  return kExitOk;
+}
+
+int run_study(const Options& options) {
+  const Scenario scenario = load_scenario(options.scenario, options.overrides);
+  const std::filesystem::path out_dir(options.out);
+  std::error_code ec;
+  std::filesystem::create_directories(out_dir, ec);
+  if (ec || ::access(out_dir.c_str(), W_OK) != 0) {
+    throw UsageError(fmt::format("cannot write to output directory '{}'", options.out));
+  }
+
+  const Job job = build_layer_stack_job(scenario);
+  Simulation simulation(scenario, job);
+  const int jobs = options.jobs > 0
+                       ? options.jobs
+                       : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  auto runs = run_replications(simulation, scenario.simulation.runs, scenario.simulation.seed,
+                               scenario.simulation.steps, jobs);
+  const StudyResults results = gather_results(scenario, simulation.fidelity(), std::move(runs));
+
+  write_file(out_dir / "summary.json", summary_json(results));
+  write_file(out_dir / "runs.csv", runs_csv(results));
+  std::cout << summary_text(results)
+            << fmt::format("wrote {}, {}\n", (out_dir / "summary.json").string(),
+                           (out_dir / "runs.csv").string());
+  int status = kExitOk;
+  for (const auto& run : results.runs) {
+    if (!run.ok) {
+      std::cerr << "prismsim: error: " << run.error << "\n";
+      status = kExitRunFailed;
+    }
+  }
+  return status;
+}
+
+Options parse_command_line(int argc, char** argv, bool* handled) {
+  Options options;
+  int runs = 0;
+  long long seed = -1;
+  po::options_description named("options");
+  named.add_options()
+      ("help,h", "show this help")
+      ("version", "show the version")
+      ("out,o", po::value(&options.out), "output directory (default: out)")
+      ("runs", po::value(&runs), "number of runs (overrides simulation.runs)")
+      ("seed", po::value(&seed), "base seed (overrides simulation.seed)")
+      ("jobs,j", po::value(&options.jobs), "runs simulated at once (default: CPU count)")
+      ("set", po::value(&options.overrides)->composing(),
+       "override a scenario value by its dotted path, e.g. --set parallelism.dp=64");
+  po::options_description hidden;
+  hidden.add_options()("command", po::value(&options.command))(
+      "scenario", po::value(&options.scenario));
+  po::options_description all;
+  all.add(named).add(hidden);
+  po::positional_options_description positional;
+  positional.add("command", 1).add("scenario", 1);
+
+  po::variables_map vm;
+  po::store(po::command_line_parser(argc, argv).options(all).positional(positional).run(), vm);
+  po::notify(vm);
+  *handled = true;
+  if (vm.count("help")) {
+    std::cout << kUsage << "\n" << named;
+    return options;
+  }
+  if (vm.count("version")) {
+    std::cout << "prismsim " << PRISMSIM_VERSION << "\n";
+    return options;
+  }
+  *handled = false;
+  if (options.command != "run" && options.command != "check") {
+    throw UsageError(options.command.empty()
+                         ? std::string("missing command")
+                         : fmt::format("unknown command '{}'", options.command));
+  }
+  if (options.scenario.empty()) throw UsageError("missing scenario file");
+  if (vm.count("runs")) {
+    if (runs < 1) throw UsageError("--runs must be at least 1");
+    options.overrides.push_back(fmt::format("simulation.runs={}", runs));
+  }
+  if (vm.count("seed")) {
+    if (seed < 0) throw UsageError("--seed must not be negative");
+    options.overrides.push_back(fmt::format("simulation.seed={}", seed));
+  }
+  if (vm.count("jobs") && options.jobs < 1) throw UsageError("--jobs must be at least 1");
+  return options;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    bool handled = false;
+    const Options options = parse_command_line(argc, argv, &handled);
+    if (handled) return kExitOk;
+    return options.command == "check" ? run_check(options) : run_study(options);
+  } catch (const InputError& e) {
+    for (const auto& d : e.diagnostics()) std::cerr << d.str() << "\n";
+    return kExitBadInput;
+  } catch (const UsageError& e) {
+    std::cerr << "prismsim: error: " << e.what() << "\n" << kUsage;
+    return kExitBadInput;
+  } catch (const po::error& e) {
+    std::cerr << "prismsim: error: " << e.what() << "\n" << kUsage;
+    return kExitBadInput;
+  } catch (const std::exception& e) {
+    std::cerr << "prismsim: error: " << e.what() << "\n";
+    return kExitRunFailed;
+  }
+}

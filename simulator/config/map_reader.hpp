@@ -1,0 +1,65 @@
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "config/config_tree.hpp"
+#include "core/diagnostics.hpp"
+
+namespace prismsim {
+
+/// Parses a scalar into a value in SI units, or returns nullopt with a reason.
+using QuantityParser = std::optional<double> (*)(std::string_view, std::string*);
+
+/// Typed, strict access to one YAML map. Every key read is remembered; `finish` reports the
+/// others as unknown (with a suggestion). Errors go to the shared Diagnostics, and a reader
+/// keeps going so that one pass reports everything.
+class MapReader {
+ public:
+  /// `path` is the dotted name of the map in the scenario ("platform.node").
+  MapReader(const ConfigNode& node, std::string path, Diagnostics& diags);
+
+  /// The node of `key`, or nullptr (reporting it when `required`).
+  const ConfigNode* get(std::string_view key, bool required);
+
+  std::optional<std::string> string(std::string_view key, bool required);
+  std::optional<int64_t> integer(std::string_view key, bool required, int64_t min_value);
+  std::optional<double> number(std::string_view key, bool required, double min_value,
+                               bool min_exclusive);
+  std::optional<double> quantity(std::string_view key, bool required, QuantityParser parser);
+  /// One of `choices`; returns its index.
+  std::optional<size_t> choice(std::string_view key, bool required,
+                               const std::vector<std::string>& choices);
+  /// A nested map, for a child reader; nullptr if absent or not a map (reported).
+  const ConfigNode* map(std::string_view key, bool required);
+  /// A nested list; nullptr if absent or not a list (reported).
+  const ConfigNode* list(std::string_view key, bool required);
+
+  /// Dotted path of `key` in this map.
+  std::string path_of(std::string_view key) const;
+  const SourceLoc& loc() const { return node_.loc; }
+  bool valid() const { return valid_; }
+  Diagnostics& diags() { return diags_; }
+
+  /// Reports keys that were never read.
+  void finish();
+
+ private:
+  const ConfigNode* scalar_node(std::string_view key, bool required, const char* what);
+
+  const ConfigNode& node_;
+  std::string path_;
+  Diagnostics& diags_;
+  bool valid_ = true;
+  std::vector<std::string> known_;
+};
+
+/// Reads a scalar node as a quantity; reports and returns nullopt when invalid.
+std::optional<double> read_quantity(const ConfigNode& node, const std::string& path,
+                                    QuantityParser parser, Diagnostics& diags);
+
+}  // namespace prismsim

@@ -1,0 +1,45 @@
+#include "config/scenario.hpp"
+
+namespace prismsim {
+
+const char* to_string(Precision precision) {
+  switch (precision) {
+    case Precision::fp32: return "fp32";
+    case Precision::tf32: return "tf32";
+    case Precision::bf16: return "bf16";
+    case Precision::fp16: return "fp16";
+    case Precision::fp8: return "fp8";
+  }
+  return "?";
+}
+
+int bytes_per_element(Precision precision) {
+  switch (precision) {
+    case Precision::fp32:
+    case Precision::tf32: return 4;
+    case Precision::bf16:
+    case Precision::fp16: return 2;
+    case Precision::fp8: return 1;
+  }
+  return 4;
+}
+
+int64_t FabricSpec::down_ports(int tier) const {
+  if (tier >= levels) return radix;
+  const double ratio = oversubscription.at(static_cast<size_t>(tier - 1));
+  return static_cast<int64_t>(static_cast<double>(radix) * ratio / (1.0 + ratio));
+}
+
+int64_t FabricSpec::nics_below(int tier) const {
+  int64_t nics = 1;
+  for (int t = 1; t <= tier; ++t) nics *= down_ports(t);
+  return nics;
+}
+
+int PlatformSpec::total_gpus() const {
+  int nodes = 0;
+  for (const auto& dc : datacenters) nodes += dc.nodes;
+  return nodes * gpus_per_node;
+}
+
+}  // namespace prismsim

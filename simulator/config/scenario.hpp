@@ -1,0 +1,119 @@
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace prismsim {
+
+/// Numeric precision of a workload's math.
+enum class Precision { fp32, tf32, bf16, fp16, fp8 };
+
+/// Name of a precision as written in YAML ("bf16").
+const char* to_string(Precision precision);
+/// Bytes per element of a precision.
+int bytes_per_element(Precision precision);
+
+/// One GPU model.
+struct GpuSpec {
+  std::string model;
+  std::map<Precision, double> peak_flops;  ///< dense peak per precision, flop/s
+  double memory_bytes = 0;
+  double memory_bandwidth_Bps = 0;
+  double efficiency = 1.0;  ///< achieved fraction of peak for the layer-stack workload
+};
+
+/// A point-to-point resource: bandwidth per direction and one-way latency.
+struct LinkSpec {
+  double bandwidth_Bps = 0;
+  double latency_s = 0;
+};
+
+/// Scale-out fabric of one datacenter: a fat-tree of `levels` switch tiers of `radix` ports.
+struct FabricSpec {
+  int levels = 2;
+  int radix = 64;
+  /// Down:up port ratio of each tier below the top (levels - 1 values; 1 = full bisection).
+  std::vector<double> oversubscription;
+  double port_bandwidth_Bps = 0;  ///< speed of one switch port; defaults to the NIC speed
+  double hop_latency_s = 0;       ///< latency added by each switch crossed
+
+  /// Ports facing down on a switch of `tier` (1 = leaf; the top tier has all ports down).
+  int64_t down_ports(int tier) const;
+  /// NICs below one switch of `tier`; at the top tier, the most the fabric can hold.
+  int64_t nics_below(int tier) const;
+  int64_t capacity() const { return nics_below(levels); }
+};
+
+struct DatacenterSpec {
+  std::string name;
+  int nodes = 0;
+};
+
+/// A wide-area link between two datacenters (one link per direction).
+struct WanLinkSpec {
+  std::string from;
+  std::string to;
+  LinkSpec link;
+};
+
+/// The hardware: GPUs, nodes, fabric, datacenters and the WAN between them.
+struct PlatformSpec {
+  std::string name;
+  GpuSpec gpu;
+  int gpus_per_node = 8;
+  LinkSpec nvlink;  ///< per GPU, per direction, to the node's NVSwitch
+  LinkSpec nic;     ///< one NIC per GPU, per direction
+  FabricSpec fabric;
+  std::vector<DatacenterSpec> datacenters;
+  std::vector<WanLinkSpec> wan;
+
+  int total_gpus() const;
+};
+
+/// A model as a stack of identical layers (the simplest workload).
+struct WorkloadSpec {
+  std::string name;
+  int layers = 0;
+  double parameters_per_layer = 0;
+  double forward_flops_per_sample_per_layer = 0;  ///< flop
+  Precision precision = Precision::bf16;
+  int64_t global_batch = 0;  ///< samples per training step, over all data-parallel replicas
+  int64_t microbatch = 1;    ///< samples per forward/backward pass
+};
+
+struct ParallelismSpec {
+  int gpus = 0;  ///< total GPUs used; the product of the degrees
+  int dp = 1;
+  int tp = 1;
+  int pp = 1;
+};
+
+struct SimulationSpec {
+  int runs = 1;
+  int steps = 1;
+  uint64_t seed = 1;
+};
+
+/// How collectives are simulated: every step of the algorithm, one flow per rank, or chosen by
+/// group size.
+enum class CollectiveFidelity { automatic, step, coarse };
+
+struct EngineSpec {
+  CollectiveFidelity collective_fidelity = CollectiveFidelity::automatic;
+  int step_fidelity_max_ranks = 64;  ///< largest group simulated step by step in automatic mode
+};
+
+/// A fully validated scenario: everything a run needs, read once from YAML.
+struct Scenario {
+  std::string name;
+  std::string source;  ///< path of the scenario file
+  PlatformSpec platform;
+  WorkloadSpec workload;
+  ParallelismSpec parallelism;
+  SimulationSpec simulation;
+  EngineSpec engine;
+};
+
+}  // namespace prismsim

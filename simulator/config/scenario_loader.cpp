@@ -1,0 +1,354 @@
+#include "config/scenario_loader.hpp"
+
+#include <algorithm>
+#include <memory>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "config/config_tree.hpp"
+#include "config/map_reader.hpp"
+#include "core/units.hpp"
+
+namespace prismsim {
+namespace {
+
+const std::vector<std::string> kPrecisionNames = {"fp32", "tf32", "bf16", "fp16", "fp8"};
+
+template <typename T, typename U>
+void assign(T& field, const std::optional<U>& value) {
+  if (value) field = static_cast<T>(*value);
+}
+
+LinkSpec read_link(MapReader& parent, std::string_view key) {
+  LinkSpec link;
+  const ConfigNode* node = parent.map(key, true);
+  if (node == nullptr) return link;
+  MapReader r(*node, parent.path_of(key), parent.diags());
+  assign(link.bandwidth_Bps, r.quantity("bandwidth", true, units::parse_bandwidth));
+  assign(link.latency_s, r.quantity("latency", true, units::parse_duration));
+  r.finish();
+  return link;
+}
+
+GpuSpec read_gpu(MapReader& parent) {
+  GpuSpec gpu;
+  const ConfigNode* node = parent.map("gpu", true);
+  if (node == nullptr) return gpu;
+  MapReader r(*node, parent.path_of("gpu"), parent.diags());
+  assign(gpu.model, r.string("model", true));
+  if (const ConfigNode* peaks = r.map("peak_flops", true)) {
+    for (const auto& entry : peaks->entries) {
+      const std::string path = r.path_of("peak_flops") + "." + entry.key;
+      auto it = std::find(kPrecisionNames.begin(), kPrecisionNames.end(), entry.key);
+      if (it == kPrecisionNames.end()) {
+        const std::string near = closest_match(entry.key, kPrecisionNames);
+        r.diags().error(entry.key_loc,
+                        fmt::format("unknown precision '{}' in '{}'{}", entry.key,
+                                    r.path_of("peak_flops"),
+                                    near.empty() ? "" : fmt::format(" (did you mean '{}'?)", near)));
+        continue;
+      }
+      if (auto rate = read_quantity(entry.value, path, units::parse_flop_rate, r.diags())) {
+        gpu.peak_flops[static_cast<Precision>(it - kPrecisionNames.begin())] = *rate;
+      }
+    }
+    if (peaks->entries.empty()) r.diags().error(peaks->loc, "'platform.gpu.peak_flops' is empty");
+  }
+  if (auto memory = r.quantity("memory", true, units::parse_bytes)) {
+    if (*memory <= 0) {
+      r.diags().error(r.get("memory", false)->loc, "'platform.gpu.memory' must be positive");
+    }
+    gpu.memory_bytes = *memory;
+  }
+  assign(gpu.memory_bandwidth_Bps, r.quantity("memory_bandwidth", true, units::parse_bandwidth));
+  if (auto efficiency = r.number("efficiency", false, 0.0, true)) {
+    if (*efficiency > 1.0) {
+      r.diags().error(r.get("efficiency", false)->loc,
+                      fmt::format("'{}' must be at most 1, got {}", r.path_of("efficiency"),
+                                  *efficiency));
+    }
+    gpu.efficiency = *efficiency;
+  }
+  r.finish();
+  return gpu;
+}
+
+FabricSpec read_fabric(MapReader& parent, const LinkSpec& nic) {
+  FabricSpec fabric;
+  fabric.port_bandwidth_Bps = nic.bandwidth_Bps;
+  const ConfigNode* node = parent.map("fabric", true);
+  if (node == nullptr) return fabric;
+  MapReader r(*node, parent.path_of("fabric"), parent.diags());
+  r.choice("type", true, {"fat_tree"});
+  assign(fabric.levels, r.integer("levels", true, 1));
+  if (fabric.levels > 3) {
+    r.diags().error(r.get("levels", false)->loc,
+                    fmt::format("'{}' must be 1, 2 or 3, got {}", r.path_of("levels"),
+                                fabric.levels));
+    fabric.levels = 3;
+  }
+  assign(fabric.radix, r.integer("radix", true, 2));
+  fabric.oversubscription.assign(static_cast<size_t>(fabric.levels - 1), 1.0);
+  if (const ConfigNode* ratios = r.get("oversubscription", false)) {
+    const std::string path = r.path_of("oversubscription");
+    std::vector<const ConfigNode*> values;
+    if (ratios->is_sequence()) {
+      for (const auto& item : ratios->items) values.push_back(&item);
+    } else {
+      values.push_back(ratios);
+    }
+    if (values.size() != fabric.oversubscription.size()) {
+      r.diags().error(ratios->loc,
+                      fmt::format("'{}' needs {} value(s), one per switch tier below the top, "
+                                  "got {}", path, fabric.oversubscription.size(), values.size()));
+    } else {
+      for (size_t i = 0; i < values.size(); ++i) {
+        auto ratio = read_quantity(*values[i], path, units::parse_count, r.diags());
+        if (ratio && *ratio < 1.0) {
+          r.diags().error(values[i]->loc,
+                          fmt::format("'{}' must be at least 1 (down:up port ratio), got {}",
+                                      path, values[i]->scalar));
+        } else if (ratio) {
+          fabric.oversubscription[i] = *ratio;
+        }
+      }
+    }
+  }
+  assign(fabric.port_bandwidth_Bps, r.quantity("port_bandwidth", false, units::parse_bandwidth));
+  assign(fabric.hop_latency_s, r.quantity("hop_latency", false, units::parse_duration));
+  r.finish();
+  return fabric;
+}
+
+PlatformSpec read_platform(const ConfigNode& node, Diagnostics& diags) {
+  PlatformSpec platform;
+  MapReader r(node, "platform", diags);
+  assign(platform.name, r.string("name", true));
+  platform.gpu = read_gpu(r);
+  if (const ConfigNode* node_map = r.map("node", true)) {
+    MapReader n(*node_map, "platform.node", diags);
+    assign(platform.gpus_per_node, n.integer("gpus", true, 1));
+    platform.nvlink = read_link(n, "nvlink");
+    platform.nic = read_link(n, "nic");
+    n.finish();
+  }
+  platform.fabric = read_fabric(r, platform.nic);
+
+  std::set<std::string> names;
+  if (const ConfigNode* dcs = r.list("datacenters", true)) {
+    if (dcs->items.empty()) diags.error(dcs->loc, "'platform.datacenters' is empty");
+    for (size_t i = 0; i < dcs->items.size(); ++i) {
+      MapReader d(dcs->items[i], fmt::format("platform.datacenters.{}", i), diags);
+      DatacenterSpec dc;
+      assign(dc.name, d.string("name", true));
+      assign(dc.nodes, d.integer("nodes", true, 1));
+      if (!dc.name.empty() && !names.insert(dc.name).second) {
+        diags.error(d.get("name", false)->loc,
+                    fmt::format("datacenter name '{}' is used twice", dc.name));
+      }
+      d.finish();
+      platform.datacenters.push_back(dc);
+    }
+  }
+  if (const ConfigNode* links = r.list("wan", false)) {
+    for (size_t i = 0; i < links->items.size(); ++i) {
+      const std::string path = fmt::format("platform.wan.{}", i);
+      MapReader w(links->items[i], path, diags);
+      WanLinkSpec wan;
+      if (const ConfigNode* between = w.list("between", true)) {
+        if (between->items.size() != 2) {
+          diags.error(between->loc, fmt::format("'{}.between' must name two datacenters", path));
+        } else {
+          for (size_t end = 0; end < 2; ++end) {
+            const ConfigNode& name = between->items[end];
+            std::vector<std::string> known(names.begin(), names.end());
+            if (!names.count(name.scalar)) {
+              const std::string near = closest_match(name.scalar, known);
+              diags.error(name.loc, fmt::format("unknown datacenter '{}'{}", name.scalar,
+                                                near.empty() ? "" : fmt::format(" (did you mean '{}'?)", near)));
+            }
+            (end == 0 ? wan.from : wan.to) = name.scalar;
+          }
+          if (wan.from == wan.to) {
+            diags.error(between->loc, fmt::format("'{}' links '{}' to itself", path, wan.from));
+          }
+        }
+      }
+      assign(wan.link.bandwidth_Bps, w.quantity("bandwidth", true, units::parse_bandwidth));
+      assign(wan.link.latency_s, w.quantity("latency", true, units::parse_duration));
+      w.finish();
+      platform.wan.push_back(wan);
+    }
+  }
+  r.finish();
+  return platform;
+}
+
+WorkloadSpec read_workload(const ConfigNode& node, Diagnostics& diags) {
+  WorkloadSpec workload;
+  MapReader r(node, "workload", diags);
+  assign(workload.name, r.string("name", true));
+  r.choice("kind", true, {"layer_stack"});
+  assign(workload.layers, r.integer("layers", true, 1));
+  if (const ConfigNode* layer = r.map("layer", true)) {
+    MapReader l(*layer, "workload.layer", diags);
+    if (auto params = l.quantity("parameters", true, units::parse_count)) {
+      if (*params <= 0) {
+        diags.error(l.get("parameters", false)->loc, "'workload.layer.parameters' must be positive");
+      }
+      workload.parameters_per_layer = *params;
+    }
+    if (auto flops = l.quantity("forward_flops_per_sample", true, units::parse_flops)) {
+      if (*flops <= 0) {
+        diags.error(l.get("forward_flops_per_sample", false)->loc,
+                    "'workload.layer.forward_flops_per_sample' must be positive");
+      }
+      workload.forward_flops_per_sample_per_layer = *flops;
+    }
+    l.finish();
+  }
+  assign(workload.precision, r.choice("precision", true, kPrecisionNames));
+  assign(workload.global_batch, r.integer("global_batch", true, 1));
+  assign(workload.microbatch, r.integer("microbatch", false, 1));
+  r.finish();
+  return workload;
+}
+
+void read_run_settings(MapReader& r, Scenario& s) {
+  if (const ConfigNode* node = r.map("parallelism", true)) {
+    MapReader p(*node, "parallelism", r.diags());
+    assign(s.parallelism.gpus, p.integer("gpus", false, 1));
+    assign(s.parallelism.dp, p.integer("dp", false, 1));
+    assign(s.parallelism.tp, p.integer("tp", false, 1));
+    assign(s.parallelism.pp, p.integer("pp", false, 1));
+    p.finish();
+  }
+  if (const ConfigNode* node = r.map("simulation", false)) {
+    MapReader m(*node, "simulation", r.diags());
+    assign(s.simulation.runs, m.integer("runs", false, 1));
+    assign(s.simulation.steps, m.integer("steps", false, 1));
+    assign(s.simulation.seed, m.integer("seed", false, 0));
+    m.finish();
+  }
+  if (const ConfigNode* node = r.map("engine", false)) {
+    MapReader e(*node, "engine", r.diags());
+    assign(s.engine.collective_fidelity,
+           e.choice("collective_fidelity", false, {"auto", "step", "coarse"}));
+    assign(s.engine.step_fidelity_max_ranks, e.integer("step_fidelity_max_ranks", false, 2));
+    e.finish();
+  }
+}
+
+/// Where the value at a dotted path was written, or where its nearest written parent was.
+SourceLoc loc_of(const ConfigNode& root, const std::string& dotted) {
+  const ConfigNode* node = &root;
+  size_t start = 0;
+  while (start <= dotted.size()) {
+    const size_t dot = dotted.find('.', start);
+    const std::string segment = dotted.substr(start, dot == std::string::npos ? dot : dot - start);
+    const ConfigNode* next = nullptr;
+    if (node->is_sequence()) {
+      const size_t index = std::stoul(segment);
+      if (index < node->items.size()) next = &node->items[index];
+    } else {
+      next = node->find(segment);
+    }
+    if (next == nullptr) break;
+    node = next;
+    if (dot == std::string::npos) break;
+    start = dot + 1;
+  }
+  return node->loc;
+}
+
+/// Checks that need more than one section.
+void cross_check(const ConfigNode& root, const Scenario& s, Diagnostics& diags) {
+  const SourceLoc at = loc_of(root, "parallelism");
+  const auto& p = s.parallelism;
+  const int64_t product = static_cast<int64_t>(p.dp) * p.tp * p.pp;
+  if (p.gpus != 0 && product != p.gpus) {
+    diags.error(at, fmt::format("parallel degrees dp {} x tp {} x pp {} = {} do not match "
+                                "'parallelism.gpus' {}", p.dp, p.tp, p.pp, product, p.gpus));
+  }
+  const int capacity = s.platform.total_gpus();
+  if (capacity > 0 && product > capacity) {
+    diags.error(at, fmt::format("the scenario needs {} GPUs but platform '{}' holds {}", product,
+                                s.platform.name, capacity));
+  }
+  if (p.tp != 1 || p.pp != 1) {
+    diags.error(at, fmt::format("workload kind 'layer_stack' supports data parallelism only "
+                                "(tp {} and pp {} must be 1)", p.tp, p.pp));
+  }
+  const auto& w = s.workload;
+  if (w.global_batch > 0 && w.microbatch > 0 && w.global_batch % (p.dp * w.microbatch) != 0) {
+    diags.error(loc_of(root, "workload.global_batch"), fmt::format("'workload.global_batch' {} is not a multiple of dp {} x "
+                                 "microbatch {}", w.global_batch, p.dp, w.microbatch));
+  }
+  if (!s.platform.gpu.peak_flops.empty() && !s.platform.gpu.peak_flops.count(w.precision)) {
+    diags.error(loc_of(root, "workload.precision"), fmt::format("platform '{}' gives no peak_flops for precision '{}'",
+                                 s.platform.name, to_string(w.precision)));
+  }
+  // Every pair of datacenters needs a direct WAN link (routes do not transit a third one).
+  const auto& dcs = s.platform.datacenters;
+  const SourceLoc pat = loc_of(root, "platform.wan");
+  for (size_t i = 0; i < dcs.size(); ++i) {
+    for (size_t j = i + 1; j < dcs.size(); ++j) {
+      int count = 0;
+      for (const auto& wan : s.platform.wan) {
+        count += (wan.from == dcs[i].name && wan.to == dcs[j].name) ||
+                 (wan.from == dcs[j].name && wan.to == dcs[i].name);
+      }
+      if (count == 0) {
+        diags.error(pat, fmt::format("no WAN link between datacenters '{}' and '{}'",
+                                     dcs[i].name, dcs[j].name));
+      } else if (count > 1) {
+        diags.error(pat, fmt::format("{} WAN links between datacenters '{}' and '{}'; give one",
+                                     count, dcs[i].name, dcs[j].name));
+      }
+    }
+  }
+}
+
+}  // namespace
+
+Scenario load_scenario(const std::string& path, const std::vector<std::string>& overrides) {
+  Diagnostics diags;
+  const auto file = std::make_shared<const std::string>(path);
+  ConfigNode root = load_yaml_file(path, SourceLoc{file, 1, 1}, diags);
+  resolve_includes(root, {"platform", "workload"}, diags);
+  for (size_t i = 0; i < overrides.size(); ++i) {
+    apply_override(root, overrides[i], static_cast<int>(i) + 1, diags);
+  }
+
+  Scenario s;
+  s.source = path;
+  MapReader r(root, "", diags);
+  assign(s.name, r.string("name", true));
+  if (const ConfigNode* platform = r.get("platform", true)) {
+    s.platform = read_platform(*platform, diags);
+  }
+  if (const ConfigNode* workload = r.get("workload", true)) {
+    s.workload = read_workload(*workload, diags);
+  }
+  read_run_settings(r, s);
+  r.finish();
+  if (diags.empty()) cross_check(root, s, diags);
+  if (diags.empty()) {
+    const int64_t capacity = s.platform.fabric.capacity();
+    for (size_t i = 0; i < s.platform.datacenters.size(); ++i) {
+      const DatacenterSpec& dc = s.platform.datacenters[i];
+      const int64_t nics = static_cast<int64_t>(dc.nodes) * s.platform.gpus_per_node;
+      if (nics > capacity) {
+        diags.error(loc_of(root, fmt::format("platform.datacenters.{}.nodes", i)),
+                    fmt::format("datacenter '{}' has {} NICs but a {}-level fat-tree of radix {} "
+                                "holds at most {}", dc.name, nics, s.platform.fabric.levels,
+                                s.platform.fabric.radix, capacity));
+      }
+    }
+  }
+  diags.throw_if_any();
+  return s;
+}
+
+}  // namespace prismsim

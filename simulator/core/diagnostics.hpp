@@ -1,0 +1,54 @@
+#pragma once
+
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace prismsim {
+
+/// Where a value came from: a file (or "--set") and a 1-based line and column.
+struct SourceLoc {
+  std::shared_ptr<const std::string> file;
+  int line = 0;
+  int column = 0;
+
+  /// "file:line:col", or "file" when the position is unknown.
+  std::string str() const;
+};
+
+/// One error about the user's input.
+struct Diagnostic {
+  SourceLoc where;
+  std::string message;
+
+  /// "file:line:col: error: message".
+  std::string str() const;
+};
+
+/// Thrown when input is invalid; carries every diagnostic collected before giving up.
+class InputError : public std::runtime_error {
+ public:
+  explicit InputError(std::vector<Diagnostic> diagnostics);
+  const std::vector<Diagnostic>& diagnostics() const { return diagnostics_; }
+
+ private:
+  std::vector<Diagnostic> diagnostics_;
+};
+
+/// Collects diagnostics so that a whole file is checked before failing once.
+class Diagnostics {
+ public:
+  void error(const SourceLoc& where, std::string message);
+  bool empty() const { return items_.empty(); }
+  /// Throws InputError with everything collected, if anything was.
+  void throw_if_any() const;
+
+ private:
+  std::vector<Diagnostic> items_;
+};
+
+/// Returns the candidate closest to `word` by edit distance, or "" when none is close.
+std::string closest_match(const std::string& word, const std::vector<std::string>& candidates);
+
+}  // namespace prismsim

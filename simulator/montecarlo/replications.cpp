@@ -1,0 +1,140 @@
+#include "montecarlo/replications.hpp"
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <deque>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+#include "core/seeds.hpp"
+
+namespace prismsim {
+namespace {
+
+/// Message kinds a child writes to its pipe, each followed by its payload.
+enum : uint8_t { kStep = 1, kCounters = 2 };
+
+bool write_all(int fd, const void* data, size_t size) {
+  const auto* bytes = static_cast<const char*>(data);
+  while (size > 0) {
+    const ssize_t n = ::write(fd, bytes, size);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    bytes += n;
+    size -= static_cast<size_t>(n);
+  }
+  return true;
+}
+
+bool read_all(int fd, void* data, size_t size) {
+  auto* bytes = static_cast<char*>(data);
+  while (size > 0) {
+    const ssize_t n = ::read(fd, bytes, size);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    bytes += n;
+    size -= static_cast<size_t>(n);
+  }
+  return true;
+}
+
+/// In the child: simulate, stream each finished step, then the counters. Never returns.
+[[noreturn]] void child_main(Simulation& simulation, int fd, int steps) {
+  int status = 0;
+  try {
+    const int done = simulation.run([fd](int, double step_time_s) {
+      const uint8_t kind = kStep;
+      write_all(fd, &kind, 1);
+      write_all(fd, &step_time_s, sizeof step_time_s);
+    });
+    const uint8_t kind = kCounters;
+    write_all(fd, &kind, 1);
+    write_all(fd, &simulation.counters(), sizeof(EventCounters));
+    if (done < steps) {
+      std::fprintf(stderr, "prismsim: error: the simulation stopped after %d of %d steps "
+                           "(ranks deadlocked)\n", done, steps);
+      status = 3;
+    }
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "prismsim: error: %s\n", e.what());
+    status = 4;
+  }
+  std::fflush(stderr);
+  ::close(fd);
+  ::_exit(status);
+}
+
+struct Child {
+  int run = 0;
+  pid_t pid = -1;
+  int fd = -1;
+};
+
+void collect(const Child& child, RunRecord& record, int steps) {
+  uint8_t kind = 0;
+  while (read_all(child.fd, &kind, 1)) {
+    if (kind == kStep) {
+      double step_time_s = 0;
+      if (!read_all(child.fd, &step_time_s, sizeof step_time_s)) break;
+      record.step_times_s.push_back(step_time_s);
+    } else if (kind == kCounters) {
+      if (!read_all(child.fd, &record.counters, sizeof record.counters)) break;
+    }
+  }
+  ::close(child.fd);
+  int status = 0;
+  while (::waitpid(child.pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 0 &&
+      static_cast<int>(record.step_times_s.size()) == steps) {
+    record.ok = true;
+  } else if (WIFSIGNALED(status)) {
+    record.error = fmt::format("run {} was killed by signal {} ({}) after {} step(s)", record.run,
+                               WTERMSIG(status), strsignal(WTERMSIG(status)),
+                               record.step_times_s.size());
+  } else {
+    record.error = fmt::format("run {} failed after {} of {} step(s)", record.run,
+                               record.step_times_s.size(), steps);
+  }
+}
+
+}  // namespace
+
+std::vector<RunRecord> run_replications(Simulation& simulation, int runs, uint64_t base_seed,
+                                        int steps, int jobs) {
+  std::vector<RunRecord> records(static_cast<size_t>(runs));
+  std::deque<Child> running;
+  std::fflush(stdout);
+  std::fflush(stderr);
+  for (int run = 0; run < runs || !running.empty();) {
+    if (run < runs && static_cast<int>(running.size()) < jobs) {
+      records[static_cast<size_t>(run)].run = run;
+      records[static_cast<size_t>(run)].seed = run_seed(base_seed, static_cast<uint64_t>(run));
+      int fds[2];
+      if (::pipe(fds) != 0) throw std::runtime_error(std::string("pipe: ") + std::strerror(errno));
+      const pid_t pid = ::fork();
+      if (pid < 0) throw std::runtime_error(std::string("fork: ") + std::strerror(errno));
+      if (pid == 0) {
+        ::close(fds[0]);
+        for (const Child& other : running) ::close(other.fd);
+        child_main(simulation, fds[1], steps);
+      }
+      ::close(fds[1]);
+      running.push_back({run, pid, fds[0]});
+      ++run;
+      continue;
+    }
+    // Oldest first: a younger child blocked on a full pipe waits only until its turn.
+    const Child child = running.front();
+    running.pop_front();
+    collect(child, records[static_cast<size_t>(child.run)], steps);
+  }
+  return records;
+}
+
+}  // namespace prismsim

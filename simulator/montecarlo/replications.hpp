@@ -1,0 +1,27 @@
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "runtime/simulation.hpp"
+
+namespace prismsim {
+
+/// What one replication produced. A failed run keeps the steps it finished.
+struct RunRecord {
+  int run = 0;
+  uint64_t seed = 0;
+  std::vector<double> step_times_s;
+  EventCounters counters;
+  bool ok = false;
+  std::string error;  ///< why the run failed, when it did
+};
+
+/// Runs `runs` replications of a built simulation, each in a child process forked from this one
+/// (SimGrid runs once per process; fork after building shares the platform copy-on-write), at most
+/// `jobs` at a time. Results come back in run order whatever the completion order.
+std::vector<RunRecord> run_replications(Simulation& simulation, int runs, uint64_t base_seed,
+                                        int steps, int jobs);
+
+}  // namespace prismsim

@@ -1,0 +1,85 @@
+#include "platform/sim_platform.hpp"
+
+#include <memory>
+#include <string>
+
+#include <simgrid/kernel/routing/NetPoint.hpp>
+#include <simgrid/kernel/routing/NetZoneImpl.hpp>
+#include <simgrid/s4u.hpp>
+#include <xbt/log.h>
+
+namespace prismsim {
+namespace {
+
+namespace routing = simgrid::kernel::routing;
+
+/// A routing zone whose routes come from a Topology. Hosts are added in GPU order, so a host's
+/// netpoint id is its GPU index.
+class TopologyZone final : public routing::NetZoneImpl {
+ public:
+  TopologyZone(const std::string& name, const Topology& topology)
+      : NetZoneImpl(name), topology_(topology) {}
+
+  void add_link(simgrid::s4u::Link* link) { links_.push_back(link->get_impl()); }
+
+  void get_local_route(const routing::NetPoint* src, const routing::NetPoint* dst,
+                       routing::Route* into, double* latency) override {
+    path_.clear();
+    topology_.route(static_cast<int>(src->id()), static_cast<int>(dst->id()), path_);
+    for (int link : path_) {
+      into->link_list_.push_back(links_[static_cast<size_t>(link)]);
+      if (latency != nullptr) *latency += topology_.links()[static_cast<size_t>(link)].latency_s;
+    }
+  }
+
+ private:
+  const Topology& topology_;
+  std::vector<simgrid::kernel::resource::StandardLinkImpl*> links_;
+  std::vector<int> path_;  // scratch, reused across routes
+};
+
+}  // namespace
+
+const std::vector<std::pair<const char*, const char*>>& network_model_settings() {
+  static const std::vector<std::pair<const char*, const char*>> settings = {
+      {"network/model", "CM02"}, {"network/TCP-gamma", "0"}, {"network/crosstraffic", "0"}};
+  return settings;
+}
+
+simgrid::s4u::Engine* create_engine() {
+  static int argc = 1;
+  static char name[] = "prismsim";
+  static char* argv[] = {name, nullptr};
+  auto* engine = new simgrid::s4u::Engine(&argc, argv);
+  xbt_log_control_set("root.thresh:warning");
+  // The engine lives until the process exits; its exit-time notice is not for users.
+  xbt_log_control_set("ker_engine.thresh:error");
+  for (const auto& [key, value] : network_model_settings()) {
+    simgrid::s4u::Engine::set_config(std::string(key) + ":" + value);
+  }
+  return engine;
+}
+
+std::vector<simgrid::s4u::Host*> build_sim_platform(const Topology& topology,
+                                                    double gpu_speed_flops) {
+  auto* zone = new TopologyZone("platform", topology);
+  zone->set_parent(nullptr);
+  simgrid::s4u::NetZone* iface = zone->get_iface();
+
+  std::vector<simgrid::s4u::Host*> hosts;
+  hosts.reserve(static_cast<size_t>(topology.gpu_count()));
+  for (int gpu = 0; gpu < topology.gpu_count(); ++gpu) {
+    hosts.push_back(iface->create_host("gpu" + std::to_string(gpu), gpu_speed_flops)->seal());
+  }
+  const auto& links = topology.links();
+  for (size_t i = 0; i < links.size(); ++i) {
+    auto* link = iface->create_link(topology.link_name(static_cast<int>(i)), links[i].bandwidth_Bps)
+                     ->set_latency(links[i].latency_s)
+                     ->seal();
+    zone->add_link(link);
+  }
+  iface->seal();
+  return hosts;
+}
+
+}  // namespace prismsim

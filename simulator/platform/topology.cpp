@@ -1,0 +1,152 @@
+#include "platform/topology.hpp"
+
+#include <cassert>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+namespace prismsim {
+
+Topology::Topology(const PlatformSpec& spec)
+    : gpus_per_node_(spec.gpus_per_node), levels_(spec.fabric.levels) {
+  const FabricSpec& fabric = spec.fabric;
+  nics_below_.assign(static_cast<size_t>(levels_) + 1, 1);
+  for (int tier = 1; tier <= levels_; ++tier) nics_below_[tier] = fabric.nics_below(tier);
+
+  for (const auto& dc : spec.datacenters) {
+    dc_names_.push_back(dc.name);
+    dc_first_gpu_.push_back(gpu_count_);
+    gpu_count_ += dc.nodes * spec.gpus_per_node;
+  }
+  dc_first_gpu_.push_back(gpu_count_);
+
+  links_.reserve(static_cast<size_t>(gpu_count_) * kPortsPerGpu);
+  const double hop = fabric.hop_latency_s;
+  for (int gpu = 0; gpu < gpu_count_; ++gpu) {
+    links_.push_back({spec.nvlink.bandwidth_Bps, spec.nvlink.latency_s});
+    links_.push_back({spec.nvlink.bandwidth_Bps, 0.0});
+    links_.push_back({spec.nic.bandwidth_Bps, spec.nic.latency_s + hop});
+    links_.push_back({spec.nic.bandwidth_Bps, 0.0});
+  }
+
+  first_bundle_link_ = static_cast<int>(links_.size());
+  bundle_base_.resize(dc_names_.size());
+  for (size_t dc = 0; dc < dc_names_.size(); ++dc) {
+    const int64_t nics = dc_first_gpu_[dc + 1] - dc_first_gpu_[dc];
+    bundle_base_[dc].assign(static_cast<size_t>(levels_), 0);
+    for (int tier = 1; tier < levels_; ++tier) {
+      bundle_base_[dc][tier] = static_cast<int>(links_.size());
+      const int64_t groups = (nics + nics_below_[tier] - 1) / nics_below_[tier];
+      const double ratio = fabric.oversubscription.at(static_cast<size_t>(tier - 1));
+      const double uplink_Bps =
+          static_cast<double>(nics_below_[tier]) * fabric.port_bandwidth_Bps / ratio;
+      for (int64_t g = 0; g < groups; ++g) {
+        links_.push_back({uplink_Bps, hop});
+        links_.push_back({uplink_Bps, hop});
+      }
+    }
+  }
+
+  first_wan_link_ = static_cast<int>(links_.size());
+  const size_t dcs = dc_names_.size();
+  wan_link_.assign(dcs * dcs, -1);
+  auto index_of = [&](const std::string& name) {
+    for (size_t i = 0; i < dcs; ++i) {
+      if (dc_names_[i] == name) return i;
+    }
+    throw std::logic_error("WAN link names an unknown datacenter: " + name);
+  };
+  for (const auto& wan : spec.wan) {
+    const size_t a = index_of(wan.from);
+    const size_t b = index_of(wan.to);
+    wan_link_[a * dcs + b] = static_cast<int>(links_.size());
+    links_.push_back({wan.link.bandwidth_Bps, wan.link.latency_s + hop});
+    wan_link_[b * dcs + a] = static_cast<int>(links_.size());
+    links_.push_back({wan.link.bandwidth_Bps, wan.link.latency_s + hop});
+  }
+}
+
+GpuLocation Topology::locate(int gpu) const {
+  assert(gpu >= 0 && gpu < gpu_count_);
+  GpuLocation where;
+  while (gpu >= dc_first_gpu_[where.datacenter + 1]) ++where.datacenter;
+  where.node = gpu / gpus_per_node_;
+  where.local = gpu % gpus_per_node_;
+  return where;
+}
+
+int64_t Topology::group_of(int gpu, int tier) const {
+  const int dc = locate(gpu).datacenter;
+  return (gpu - dc_first_gpu_[dc]) / nics_below_[tier];
+}
+
+int Topology::bundle(int dc, int tier, int64_t group, bool up) const {
+  return bundle_base_[dc][tier] + static_cast<int>(2 * group) + (up ? 0 : 1);
+}
+
+void Topology::route(int src, int dst, std::vector<int>& out) const {
+  if (src == dst) return;
+  const GpuLocation a = locate(src);
+  const GpuLocation b = locate(dst);
+  if (a.node == b.node) {
+    out.push_back(src * kPortsPerGpu + kNvlinkUp);
+    out.push_back(dst * kPortsPerGpu + kNvlinkDown);
+    return;
+  }
+  out.push_back(src * kPortsPerGpu + kNicUp);
+  if (a.datacenter == b.datacenter) {
+    int common = 1;
+    while (common < levels_ && group_of(src, common) != group_of(dst, common)) ++common;
+    for (int tier = 1; tier < common; ++tier) {
+      out.push_back(bundle(a.datacenter, tier, group_of(src, tier), true));
+    }
+    for (int tier = common - 1; tier >= 1; --tier) {
+      out.push_back(bundle(b.datacenter, tier, group_of(dst, tier), false));
+    }
+  } else {
+    for (int tier = 1; tier < levels_; ++tier) {
+      out.push_back(bundle(a.datacenter, tier, group_of(src, tier), true));
+    }
+    const size_t dcs = dc_names_.size();
+    const int wan = wan_link_[static_cast<size_t>(a.datacenter) * dcs + b.datacenter];
+    assert(wan >= 0 && "validation guarantees a WAN link between every pair of datacenters");
+    out.push_back(wan);
+    for (int tier = levels_ - 1; tier >= 1; --tier) {
+      out.push_back(bundle(b.datacenter, tier, group_of(dst, tier), false));
+    }
+  }
+  out.push_back(dst * kPortsPerGpu + kNicDown);
+}
+
+double Topology::route_latency(int src, int dst) const {
+  std::vector<int> path;
+  route(src, dst, path);
+  double latency = 0;
+  for (int link : path) latency += links_[link].latency_s;
+  return latency;
+}
+
+std::string Topology::link_name(int link) const {
+  static const char* const kPortNames[] = {"nvlink-up", "nvlink-down", "nic-up", "nic-down"};
+  if (link < first_bundle_link_) {
+    return fmt::format("gpu{}-{}", link / kPortsPerGpu, kPortNames[link % kPortsPerGpu]);
+  }
+  if (link >= first_wan_link_) {
+    const size_t dcs = dc_names_.size();
+    for (size_t i = 0; i < wan_link_.size(); ++i) {
+      if (wan_link_[i] == link) return fmt::format("wan-{}-{}", dc_names_[i / dcs], dc_names_[i % dcs]);
+    }
+  }
+  for (size_t dc = dc_names_.size(); dc-- > 0;) {
+    for (int tier = levels_ - 1; tier >= 1; --tier) {
+      const int base = bundle_base_[dc][tier];
+      if (link >= base) {
+        return fmt::format("{}-tier{}-group{}-{}", dc_names_[dc], tier, (link - base) / 2,
+                           (link - base) % 2 == 0 ? "up" : "down");
+      }
+    }
+  }
+  throw std::logic_error("unknown link id");
+}
+
+}  // namespace prismsim

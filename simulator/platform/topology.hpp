@@ -1,0 +1,67 @@
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "config/scenario.hpp"
+
+namespace prismsim {
+
+/// Where a GPU sits: datacenter, node (numbered across the whole platform) and slot in the node.
+struct GpuLocation {
+  int datacenter = 0;
+  int node = 0;
+  int local = 0;
+};
+
+/// One simulated network resource (one direction of a physical link or bundle).
+struct TopologyLink {
+  double bandwidth_Bps = 0;
+  double latency_s = 0;
+};
+
+/// The platform's network as plain links and routes, without SimGrid.
+///
+/// Every GPU has an NVLink port to its node's NVSwitch and one NIC, each one link per direction.
+/// Each datacenter's fabric is a fat-tree whose switches of one tier are modelled as one
+/// non-blocking switch per group of NICs, joined to the tier above by one "bundle" link per
+/// direction carrying the group's aggregate uplink bandwidth (ideal ECMP). Datacenters are joined
+/// by direct WAN links. Latencies add along a route: NVLink latency inside a node; NIC latency
+/// plus one hop latency per switch crossed across nodes; WAN latency between datacenters.
+class Topology {
+ public:
+  explicit Topology(const PlatformSpec& spec);
+
+  int gpu_count() const { return gpu_count_; }
+  int gpus_per_node() const { return gpus_per_node_; }
+  GpuLocation locate(int gpu) const;
+  const std::vector<TopologyLink>& links() const { return links_; }
+  /// A readable, unique name for a link ("gpu12-nvlink-up", "dc0-t1-g3-up", "wan-dc0-dc1").
+  std::string link_name(int link) const;
+
+  /// Appends the links crossed from `src` to `dst` (GPU indices), in order.
+  void route(int src, int dst, std::vector<int>& out) const;
+  /// Sum of the latencies along route(src, dst), in seconds.
+  double route_latency(int src, int dst) const;
+
+ private:
+  enum Port { kNvlinkUp = 0, kNvlinkDown = 1, kNicUp = 2, kNicDown = 3, kPortsPerGpu = 4 };
+
+  int bundle(int dc, int tier, int64_t group, bool up) const;
+  int64_t group_of(int gpu, int tier) const;
+
+  std::vector<std::string> dc_names_;
+  int gpu_count_ = 0;
+  int gpus_per_node_ = 1;
+  int levels_ = 1;
+  std::vector<int64_t> nics_below_;          ///< per tier (index 0 unused)
+  std::vector<int> dc_first_gpu_;            ///< per datacenter, plus the total at the end
+  std::vector<std::vector<int>> bundle_base_;  ///< [dc][tier] first link id of that tier's bundles
+  std::vector<int> wan_link_;                ///< [from * dcs + to] link id, or -1
+  int first_bundle_link_ = 0;
+  int first_wan_link_ = 0;
+  std::vector<TopologyLink> links_;
+};
+
+}  // namespace prismsim

@@ -1,0 +1,55 @@
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include <simgrid/forward.h>
+
+#include "config/scenario.hpp"
+#include "platform/topology.hpp"
+#include "runtime/ring_all_reduce.hpp"
+#include "workload/program.hpp"
+
+namespace prismsim {
+
+/// Called when every rank has finished training step `step` (0-based); `step_time_s` is the time
+/// from the end of the previous step (or the start) to the end of this one.
+using StepCallback = std::function<void(int step, double step_time_s)>;
+
+/// One simulated training run: the SimGrid engine, the platform and one actor per rank.
+/// Construction builds everything; run() simulates. SimGrid allows one engine per process and
+/// one run per engine, so replications fork() after construction (see montecarlo/).
+class Simulation {
+ public:
+  Simulation(const Scenario& scenario, const Job& job);
+  ~Simulation();
+  Simulation(const Simulation&) = delete;
+  Simulation& operator=(const Simulation&) = delete;
+
+  /// Simulates the scenario's steps; returns the number of steps every rank completed.
+  int run(const StepCallback& on_step);
+
+  const EventCounters& counters() const { return counters_; }
+  /// The collective fidelity used for the largest group ("step" or "coarse").
+  const char* fidelity() const;
+
+ private:
+  void rank_main(int rank);
+  void finish_step(int step);
+
+  const Scenario& scenario_;
+  const Job& job_;
+  Topology topology_;
+  simgrid::s4u::Engine* engine_ = nullptr;
+  std::vector<simgrid::s4u::Host*> hosts_;
+  std::vector<Ring> rings_;                       ///< one per collective group
+  std::vector<std::vector<int>> position_;        ///< [group][rank] position in the ring, or -1
+  std::vector<int> ranks_done_;                   ///< per step
+  double last_step_end_s_ = 0;
+  int steps_completed_ = 0;
+  StepCallback on_step_;
+  EventCounters counters_;
+};
+
+}  // namespace prismsim

@@ -1,0 +1,28 @@
+#pragma once
+
+#include <cstddef>
+#include <vector>
+
+namespace prismsim {
+
+/// Summary of a sample, in the sample's units.
+struct DistributionSummary {
+  size_t count = 0;
+  double mean = 0;
+  double std = 0;  ///< sample standard deviation (n - 1); 0 for fewer than two values
+  double min = 0;
+  double p50 = 0;
+  double p90 = 0;
+  double p95 = 0;
+  double p99 = 0;
+  double max = 0;
+};
+
+/// The q-quantile (0 <= q <= 1) of sorted values, interpolating linearly between order statistics
+/// (Hyndman-Fan type 7, numpy's default). Requires a non-empty sample.
+double quantile_sorted(const std::vector<double>& sorted, double q);
+
+/// Summarises `values` (any order). An empty sample gives all zeros and count 0.
+DistributionSummary summarize(std::vector<double> values);
+
+}  // namespace prismsim

@@ -1,0 +1,129 @@
+#include "stats/results_writer.hpp"
+
+#include <fmt/format.h>
+
+#include "platform/sim_platform.hpp"
+
+#ifndef PRISMSIM_VERSION
+#define PRISMSIM_VERSION "unknown"
+#endif
+
+namespace prismsim {
+namespace {
+
+std::string json_string(const std::string& text) {
+  std::string out = "\"";
+  for (char c : text) {
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\t': out += "\\t"; break;
+      default:
+        if (static_cast<unsigned char>(c) < 0x20) {
+          out += fmt::format("\\u{:04x}", static_cast<unsigned>(c));
+        } else {
+          out += c;
+        }
+    }
+  }
+  return out + "\"";
+}
+
+/// Seconds printed for humans: 4 significant digits with a unit that suits the magnitude.
+std::string human_seconds(double s) {
+  if (s >= 1.0 || s == 0.0) return fmt::format("{:.4g} s", s);
+  if (s >= 1e-3) return fmt::format("{:.4g} ms", s * 1e3);
+  return fmt::format("{:.4g} us", s * 1e6);
+}
+
+}  // namespace
+
+StudyResults gather_results(const Scenario& scenario, std::string collective_fidelity,
+                            std::vector<RunRecord> runs) {
+  StudyResults results;
+  results.scenario = &scenario;
+  results.collective_fidelity = std::move(collective_fidelity);
+  std::vector<double> steps;
+  for (const auto& run : runs) steps.insert(steps.end(), run.step_times_s.begin(), run.step_times_s.end());
+  results.step_time = summarize(std::move(steps));
+  results.runs = std::move(runs);
+  return results;
+}
+
+std::string summary_json(const StudyResults& r) {
+  const Scenario& s = *r.scenario;
+  int completed = 0;
+  for (const auto& run : r.runs) completed += run.ok;
+  std::string network;
+  for (const auto& [key, value] : network_model_settings()) {
+    network += fmt::format("{}\n    {}: {}", network.empty() ? "" : ",", json_string(key),
+                           json_string(value));
+  }
+  const auto& d = r.step_time;
+  const EventCounters counters = r.runs.empty() ? EventCounters{} : r.runs.front().counters;
+  return fmt::format(
+      "{{\n"
+      "  \"prismsim_version\": {},\n"
+      "  \"scenario\": {},\n"
+      "  \"platform\": {},\n"
+      "  \"workload\": {},\n"
+      "  \"gpus\": {},\n"
+      "  \"parallelism\": {{\"dp\": {}, \"tp\": {}, \"pp\": {}}},\n"
+      "  \"runs\": {},\n"
+      "  \"runs_completed\": {},\n"
+      "  \"steps\": {},\n"
+      "  \"seed\": {},\n"
+      "  \"network_model\": {{{}\n  }},\n"
+      "  \"collective_fidelity\": {},\n"
+      "  \"events_per_run\": {{\"executions\": {}, \"transfers\": {}}},\n"
+      "  \"step_time_s\": {{\n"
+      "    \"count\": {},\n"
+      "    \"mean\": {},\n"
+      "    \"std\": {},\n"
+      "    \"min\": {},\n"
+      "    \"p50\": {},\n"
+      "    \"p90\": {},\n"
+      "    \"p95\": {},\n"
+      "    \"p99\": {},\n"
+      "    \"max\": {}\n"
+      "  }}\n"
+      "}}\n",
+      json_string(PRISMSIM_VERSION), json_string(s.name), json_string(s.platform.name),
+      json_string(s.workload.name), s.parallelism.dp * s.parallelism.tp * s.parallelism.pp,
+      s.parallelism.dp, s.parallelism.tp, s.parallelism.pp, s.simulation.runs, completed,
+      s.simulation.steps, s.simulation.seed, network, json_string(r.collective_fidelity),
+      counters.executions, counters.transfers, d.count, d.mean, d.std, d.min, d.p50, d.p90, d.p95,
+      d.p99, d.max);
+}
+
+std::string runs_csv(const StudyResults& r) {
+  std::string out = "run,seed,step,step_time_s\n";
+  for (const auto& run : r.runs) {
+    for (size_t step = 0; step < run.step_times_s.size(); ++step) {
+      out += fmt::format("{},{},{},{}\n", run.run, run.seed, step, run.step_times_s[step]);
+    }
+  }
+  return out;
+}
+
+std::string summary_text(const StudyResults& r) {
+  const Scenario& s = *r.scenario;
+  const auto& d = r.step_time;
+  int completed = 0;
+  for (const auto& run : r.runs) completed += run.ok;
+  std::string text = fmt::format(
+      "scenario {}: {} GPUs (dp {} x tp {} x pp {}) on {}, workload {}\n"
+      "runs {} of {} completed, {} step(s) each, seed {}, collectives {}\n",
+      s.name, s.parallelism.dp * s.parallelism.tp * s.parallelism.pp, s.parallelism.dp,
+      s.parallelism.tp, s.parallelism.pp, s.platform.name, s.workload.name, completed,
+      s.simulation.runs, s.simulation.steps, s.simulation.seed, r.collective_fidelity);
+  if (d.count > 0) {
+    text += fmt::format("step time: mean {}  p50 {}  p95 {}  p99 {}  max {}\n",
+                        human_seconds(d.mean), human_seconds(d.p50), human_seconds(d.p95),
+                        human_seconds(d.p99), human_seconds(d.max));
+  }
+  return text;
+}
+
+}  // namespace prismsim

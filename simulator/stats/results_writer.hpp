@@ -1,0 +1,31 @@
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "config/scenario.hpp"
+#include "montecarlo/replications.hpp"
+#include "stats/distribution.hpp"
+
+namespace prismsim {
+
+/// Everything a study reports, gathered before writing.
+struct StudyResults {
+  const Scenario* scenario = nullptr;
+  std::string collective_fidelity;
+  std::vector<RunRecord> runs;
+  DistributionSummary step_time;  ///< over every finished step of every run
+};
+
+/// Pools every finished step of every run and summarises it.
+StudyResults gather_results(const Scenario& scenario, std::string collective_fidelity,
+                            std::vector<RunRecord> runs);
+
+/// summary.json: identity of the study, SimGrid settings, step-time distribution.
+std::string summary_json(const StudyResults& results);
+/// runs.csv: one row per finished step of each run.
+std::string runs_csv(const StudyResults& results);
+/// A short human-readable summary for the terminal.
+std::string summary_text(const StudyResults& results);
+
+}  // namespace prismsim

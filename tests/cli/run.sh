@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# The command line's contract: help and version, exit codes, overrides, determinism.
+# usage: run.sh PRISMSIM   (from the repository root)
+set -u
+prismsim=$1
+example=workloads/scenarios/dp-h100.yaml
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+passed=0
+failed=0
+
+expect() {  # expect NAME EXIT_CODE COMMAND... : checks the exit code; output in $tmp/out, $tmp/err
+  local name=$1 code=$2
+  shift 2
+  "$@" >"$tmp/out" 2>"$tmp/err"
+  local status=$?
+  if [ "$status" -eq "$code" ]; then
+    passed=$((passed + 1))
+  else
+    failed=$((failed + 1))
+    echo "FAIL $name: exit $status, expected $code"
+    sed 's/^/    /' "$tmp/err"
+  fi
+}
+same() {  # same NAME EXPECTED ACTUAL
+  if [ "$2" = "$3" ]; then
+    passed=$((passed + 1))
+  else
+    failed=$((failed + 1))
+    echo "FAIL $1: expected '$2', got '$3'"
+  fi
+}
+
+expect "version" 0 "$prismsim" --version
+same "version text" "prismsim 0.1.0" "$(cat "$tmp/out")"
+expect "help" 0 "$prismsim" --help
+same "help names the commands" 1 "$(grep -c '^usage: prismsim run' "$tmp/out")"
+expect "no command" 2 "$prismsim"
+same "no command message" "prismsim: error: missing command" "$(head -1 "$tmp/err")"
+expect "unknown command" 2 "$prismsim" simulate "$example"
+same "unknown command message" "prismsim: error: unknown command 'simulate'" "$(head -1 "$tmp/err")"
+expect "unknown option" 2 "$prismsim" run "$example" --rns 3
+expect "bad --runs" 2 "$prismsim" run "$example" --runs 0
+expect "missing scenario" 2 "$prismsim" check no-such-scenario.yaml
+same "missing scenario message" \
+  "no-such-scenario.yaml:1:1: error: cannot read 'no-such-scenario.yaml': No such file or directory" \
+  "$(cat "$tmp/err")"
+expect "unwritable output" 2 "$prismsim" run "$example" --out /proc/prismsim-out
+
+for scenario in workloads/scenarios/*.yaml; do
+  expect "check $scenario" 0 "$prismsim" check "$scenario"
+done
+
+# --runs, --seed and --set reach the scenario and the outputs.
+expect "overridden run" 0 "$prismsim" run "$example" --out "$tmp/a" --runs 3 --seed 7 \
+  --set simulation.steps=2 --set platform.node.nic.bandwidth=200Gbps --jobs 1
+same "rows: runs x steps + header" 7 "$(wc -l <"$tmp/a/runs.csv")"
+same "header" "run,seed,step,step_time_s" "$(head -1 "$tmp/a/runs.csv")"
+same "seed recorded" 1 "$(grep -c '"seed": 7,' "$tmp/a/summary.json")"
+same "network model recorded" 1 "$(grep -c '"network/model": "CM02"' "$tmp/a/summary.json")"
+
+# A slower NIC makes the step slower than the bundled 400 Gb/s one.
+expect "default run" 0 "$prismsim" run "$example" --out "$tmp/b" --runs 3 --seed 7 \
+  --set simulation.steps=2 --jobs 3
+slow=$(sed -n '2p' "$tmp/a/runs.csv" | cut -d, -f4)
+fast=$(sed -n '2p' "$tmp/b/runs.csv" | cut -d, -f4)
+same "200 Gb/s is slower than 400 Gb/s" 1 "$(awk -v s="$slow" -v f="$fast" 'BEGIN { print (s > f) }')"
+
+# Same inputs and seed: byte-identical outputs, whatever the number of parallel jobs.
+expect "determinism run" 0 "$prismsim" run "$example" --out "$tmp/c" --runs 3 --seed 7 \
+  --set simulation.steps=2 --jobs 1
+same "summary.json identical" "" "$(cmp "$tmp/b/summary.json" "$tmp/c/summary.json")"
+same "runs.csv identical" "" "$(cmp "$tmp/b/runs.csv" "$tmp/c/runs.csv")"
+
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]

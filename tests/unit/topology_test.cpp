@@ -1,0 +1,89 @@
+#include <doctest/doctest.h>
+
+#include <vector>
+
+#include "platform/topology.hpp"
+
+using namespace prismsim;
+
+namespace {
+
+PlatformSpec three_tier(int nodes_a, int nodes_b) {
+  PlatformSpec p;
+  p.name = "t";
+  p.gpus_per_node = 4;
+  p.nvlink = {400e9, 1e-6};
+  p.nic = {50e9, 2e-6};
+  p.fabric.levels = 3;
+  p.fabric.radix = 8;
+  p.fabric.oversubscription = {1.0, 3.0};
+  p.fabric.port_bandwidth_Bps = 50e9;
+  p.fabric.hop_latency_s = 1e-7;
+  p.datacenters = {{"a", nodes_a}, {"b", nodes_b}};
+  p.wan = {{"a", "b", {10e9, 1e-3}}};
+  return p;
+}
+
+double min_bandwidth(const Topology& t, const std::vector<int>& path) {
+  double bw = 1e300;
+  for (int link : path) bw = std::min(bw, t.links()[static_cast<size_t>(link)].bandwidth_Bps);
+  return bw;
+}
+
+}  // namespace
+
+TEST_CASE("fat-tree tiers hold the product of their down ports") {
+  const PlatformSpec p = three_tier(1, 1);
+  CHECK(p.fabric.down_ports(1) == 4);   // 1:1 leaf
+  CHECK(p.fabric.down_ports(2) == 6);   // 3:1 aggregation
+  CHECK(p.fabric.down_ports(3) == 8);   // top tier: all ports down
+  CHECK(p.fabric.nics_below(2) == 24);
+  CHECK(p.fabric.capacity() == 192);
+}
+
+TEST_CASE("routes take NVLink inside a node and the fabric across nodes") {
+  const Topology t(three_tier(12, 2));
+  CHECK(t.gpu_count() == 56);
+  std::vector<int> path;
+
+  SUBCASE("same node: NVLink up then down") {
+    t.route(1, 2, path);
+    REQUIRE(path.size() == 2);
+    CHECK(t.link_name(path[0]) == "gpu1-nvlink-up");
+    CHECK(t.link_name(path[1]) == "gpu2-nvlink-down");
+    CHECK(t.route_latency(1, 2) == doctest::Approx(1e-6));
+    CHECK(min_bandwidth(t, path) == doctest::Approx(400e9));
+  }
+  SUBCASE("neighbouring leaf switches: NIC, leaf uplink and downlink, NIC") {
+    // GPUs 0..3 are node 0; a leaf holds 4 NICs, so node 1 is on the next leaf.
+    t.route(3, 4, path);
+    REQUIRE(path.size() == 4);  // nic, leaf up bundle, leaf down bundle, nic
+    CHECK(t.route_latency(3, 4) == doctest::Approx(2e-6 + 3e-7));
+  }
+  SUBCASE("other pod: up to the top tier, oversubscribed aggregation bundle") {
+    t.route(0, 30, path);  // pod of 24 NICs: GPU 30 is in pod 1
+    REQUIRE(path.size() == 6);
+    CHECK(t.link_name(path[2]) == "a-tier2-group0-up");
+    // The aggregation tier's uplink carries 24 NICs x 50 GB/s / 3.
+    CHECK(t.links()[static_cast<size_t>(path[2])].bandwidth_Bps == doctest::Approx(400e9));
+    CHECK(t.route_latency(0, 30) == doctest::Approx(2e-6 + 5e-7));
+  }
+  SUBCASE("other datacenter: through the top tier and the WAN link") {
+    t.route(0, 50, path);
+    REQUIRE(path.size() == 7);
+    CHECK(t.link_name(path[3]) == "wan-a-b");
+    CHECK(min_bandwidth(t, path) == doctest::Approx(10e9));
+    CHECK(t.route_latency(0, 50) == doctest::Approx(2e-6 + 1e-3 + 6e-7));
+    path.clear();
+    t.route(50, 0, path);
+    CHECK(t.link_name(path[3]) == "wan-b-a");
+  }
+}
+
+TEST_CASE("locations count nodes across datacenters") {
+  const Topology t(three_tier(2, 3));
+  const GpuLocation where = t.locate(13);
+  CHECK(where.datacenter == 1);
+  CHECK(where.node == 3);
+  CHECK(where.local == 1);
+}
