@@ -143,7 +143,9 @@ Options parse_command_line(int argc, char** argv, bool* handled) {
     if (seed < 0) throw UsageError("--seed must not be negative");
     options.overrides.push_back(fmt::format("simulation.seed={}", seed));
   }
-  if (vm.count("jobs") && options.jobs < 1) throw UsageError("--jobs must be at least 1");
+  if (vm.count("jobs") && (options.jobs < 1 || options.jobs > 1024)) {
+    throw UsageError("--jobs must be between 1 and 1024");
+  }
   return options;
 }
 

@@ -67,12 +67,17 @@ std::optional<std::string> MapReader::string(std::string_view key, bool required
   return value->scalar;
 }
 
-std::optional<int64_t> MapReader::integer(std::string_view key, bool required, int64_t min_value) {
+std::optional<int64_t> MapReader::integer(std::string_view key, bool required, int64_t min_value,
+                                          int64_t max_value) {
   const ConfigNode* value = scalar_node(key, required, "an integer");
   if (value == nullptr) return std::nullopt;
   const std::string& text = value->scalar;
   int64_t result = 0;
   auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), result);
+  if (ec == std::errc::result_out_of_range) {
+    diags_.error(value->loc, fmt::format("'{}' is out of range, got '{}'", path_of(key), text));
+    return std::nullopt;
+  }
   if (ec != std::errc() || ptr != text.data() + text.size()) {
     diags_.error(value->loc,
                  fmt::format("'{}' must be an integer, got '{}'", path_of(key), text));
@@ -81,6 +86,11 @@ std::optional<int64_t> MapReader::integer(std::string_view key, bool required, i
   if (result < min_value) {
     diags_.error(value->loc, fmt::format("'{}' must be at least {}, got {}", path_of(key),
                                          min_value, result));
+    return std::nullopt;
+  }
+  if (result > max_value) {
+    diags_.error(value->loc, fmt::format("'{}' must be at most {}, got {}", path_of(key),
+                                         max_value, result));
     return std::nullopt;
   }
   return result;

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -27,7 +28,9 @@ class MapReader {
   const ConfigNode* get(std::string_view key, bool required);
 
   std::optional<std::string> string(std::string_view key, bool required);
-  std::optional<int64_t> integer(std::string_view key, bool required, int64_t min_value);
+  /// An integer in [min_value, max_value] (by default, anything an int holds).
+  std::optional<int64_t> integer(std::string_view key, bool required, int64_t min_value,
+                                 int64_t max_value = std::numeric_limits<int>::max());
   std::optional<double> number(std::string_view key, bool required, double min_value,
                                bool min_exclusive);
   std::optional<double> quantity(std::string_view key, bool required, QuantityParser parser);

@@ -1,6 +1,7 @@
 #include "config/scenario_loader.hpp"
 
 #include <algorithm>
+#include <limits>
 #include <memory>
 #include <set>
 
@@ -12,6 +13,12 @@
 
 namespace prismsim {
 namespace {
+
+/// The largest platform prismsim accepts (memory grows linearly with GPUs).
+constexpr int kMaxGpus = 1 << 22;
+constexpr int64_t kMaxInt64 = std::numeric_limits<int64_t>::max();
+/// The most kernels one rank may run per step (programs are held in memory).
+constexpr int64_t kMaxOpsPerStep = 10'000'000;
 
 const std::vector<std::string> kPrecisionNames = {"fp32", "tf32", "bf16", "fp16", "fp8"};
 
@@ -88,7 +95,7 @@ FabricSpec read_fabric(MapReader& parent, const LinkSpec& nic) {
                                 fabric.levels));
     fabric.levels = 3;
   }
-  assign(fabric.radix, r.integer("radix", true, 2));
+  assign(fabric.radix, r.integer("radix", true, 2, 65536));
   fabric.oversubscription.assign(static_cast<size_t>(fabric.levels - 1), 1.0);
   if (const ConfigNode* ratios = r.get("oversubscription", false)) {
     const std::string path = r.path_of("oversubscription");
@@ -128,7 +135,7 @@ PlatformSpec read_platform(const ConfigNode& node, Diagnostics& diags) {
   platform.gpu = read_gpu(r);
   if (const ConfigNode* node_map = r.map("node", true)) {
     MapReader n(*node_map, "platform.node", diags);
-    assign(platform.gpus_per_node, n.integer("gpus", true, 1));
+    assign(platform.gpus_per_node, n.integer("gpus", true, 1, 1024));
     platform.nvlink = read_link(n, "nvlink");
     platform.nic = read_link(n, "nic");
     n.finish();
@@ -142,7 +149,7 @@ PlatformSpec read_platform(const ConfigNode& node, Diagnostics& diags) {
       MapReader d(dcs->items[i], fmt::format("platform.datacenters.{}", i), diags);
       DatacenterSpec dc;
       assign(dc.name, d.string("name", true));
-      assign(dc.nodes, d.integer("nodes", true, 1));
+      assign(dc.nodes, d.integer("nodes", true, 1, kMaxGpus));
       if (!dc.name.empty() && !names.insert(dc.name).second) {
         diags.error(d.get("name", false)->loc,
                     fmt::format("datacenter name '{}' is used twice", dc.name));
@@ -190,7 +197,7 @@ WorkloadSpec read_workload(const ConfigNode& node, Diagnostics& diags) {
   MapReader r(node, "workload", diags);
   assign(workload.name, r.string("name", true));
   r.choice("kind", true, {"layer_stack"});
-  assign(workload.layers, r.integer("layers", true, 1));
+  assign(workload.layers, r.integer("layers", true, 1, 100000));
   if (const ConfigNode* layer = r.map("layer", true)) {
     MapReader l(*layer, "workload.layer", diags);
     if (auto params = l.quantity("parameters", true, units::parse_count)) {
@@ -209,8 +216,8 @@ WorkloadSpec read_workload(const ConfigNode& node, Diagnostics& diags) {
     l.finish();
   }
   assign(workload.precision, r.choice("precision", true, kPrecisionNames));
-  assign(workload.global_batch, r.integer("global_batch", true, 1));
-  assign(workload.microbatch, r.integer("microbatch", false, 1));
+  assign(workload.global_batch, r.integer("global_batch", true, 1, kMaxInt64));
+  assign(workload.microbatch, r.integer("microbatch", false, 1, kMaxInt64));
   r.finish();
   return workload;
 }
@@ -226,9 +233,9 @@ void read_run_settings(MapReader& r, Scenario& s) {
   }
   if (const ConfigNode* node = r.map("simulation", false)) {
     MapReader m(*node, "simulation", r.diags());
-    assign(s.simulation.runs, m.integer("runs", false, 1));
-    assign(s.simulation.steps, m.integer("steps", false, 1));
-    assign(s.simulation.seed, m.integer("seed", false, 0));
+    assign(s.simulation.runs, m.integer("runs", false, 1, 1000000));
+    assign(s.simulation.steps, m.integer("steps", false, 1, 1000000));
+    assign(s.simulation.seed, m.integer("seed", false, 0, kMaxInt64));
     m.finish();
   }
   if (const ConfigNode* node = r.map("engine", false)) {
@@ -271,6 +278,16 @@ void cross_check(const ConfigNode& root, const Scenario& s, Diagnostics& diags) 
     diags.error(at, fmt::format("parallel degrees dp {} x tp {} x pp {} = {} do not match "
                                 "'parallelism.gpus' {}", p.dp, p.tp, p.pp, product, p.gpus));
   }
+  int64_t platform_gpus = 0;
+  for (const auto& dc : s.platform.datacenters) {
+    platform_gpus += static_cast<int64_t>(dc.nodes) * s.platform.gpus_per_node;
+  }
+  if (platform_gpus > kMaxGpus) {
+    diags.error(loc_of(root, "platform.datacenters"),
+                fmt::format("platform '{}' has {} GPUs; prismsim supports at most {}",
+                            s.platform.name, platform_gpus, kMaxGpus));
+    return;
+  }
   const int capacity = s.platform.total_gpus();
   if (capacity > 0 && product > capacity) {
     diags.error(at, fmt::format("the scenario needs {} GPUs but platform '{}' holds {}", product,
@@ -281,9 +298,17 @@ void cross_check(const ConfigNode& root, const Scenario& s, Diagnostics& diags) 
                                 "(tp {} and pp {} must be 1)", p.tp, p.pp));
   }
   const auto& w = s.workload;
-  if (w.global_batch > 0 && w.microbatch > 0 && w.global_batch % (p.dp * w.microbatch) != 0) {
-    diags.error(loc_of(root, "workload.global_batch"), fmt::format("'workload.global_batch' {} is not a multiple of dp {} x "
-                                 "microbatch {}", w.global_batch, p.dp, w.microbatch));
+  // dp x microbatch can overflow: test it before multiplying.
+  if (w.microbatch > kMaxInt64 / p.dp || w.global_batch % (p.dp * w.microbatch) != 0) {
+    diags.error(loc_of(root, "workload.global_batch"),
+                fmt::format("'workload.global_batch' {} is not a multiple of dp {} x "
+                            "microbatch {}", w.global_batch, p.dp, w.microbatch));
+  } else if (const int64_t microbatches = w.global_batch / (p.dp * w.microbatch);
+             microbatches > kMaxOpsPerStep / (2 * w.layers)) {
+    diags.error(loc_of(root, "workload.global_batch"),
+                fmt::format("each rank would run {} microbatches of {} layers per step; at most "
+                            "{} kernels per rank and step are supported",
+                            microbatches, w.layers, kMaxOpsPerStep));
   }
   if (!s.platform.gpu.peak_flops.empty() && !s.platform.gpu.peak_flops.count(w.precision)) {
     diags.error(loc_of(root, "workload.precision"), fmt::format("platform '{}' gives no peak_flops for precision '{}'",

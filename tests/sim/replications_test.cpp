@@ -1,0 +1,76 @@
+#include <doctest/doctest.h>
+
+#include <numeric>
+
+#include "montecarlo/replications.hpp"
+#include "workload/layer_stack.hpp"
+
+using namespace prismsim;
+
+namespace {
+
+Scenario two_gpu_scenario(int steps) {
+  Scenario s;
+  s.name = "replications";
+  PlatformSpec& p = s.platform;
+  p.name = "pair";
+  p.gpu.peak_flops[Precision::bf16] = 1e12;
+  p.gpus_per_node = 2;
+  p.nvlink = {1e9, 1e-6};
+  p.nic = {1e9, 1e-6};
+  p.fabric.levels = 1;
+  p.fabric.radix = 8;
+  p.datacenters = {{"dc", 1}};
+  s.parallelism.dp = 2;
+  s.simulation.steps = steps;
+  s.workload.precision = Precision::bf16;
+  return s;
+}
+
+Job pair_job(const Program& first, const Program& second) {
+  Job job;
+  job.gpu_of_rank = {0, 1};
+  job.program_of_rank = {std::make_shared<Program>(first), std::make_shared<Program>(second)};
+  job.groups.push_back(CollectiveGroup{{0, 1}});
+  return job;
+}
+
+}  // namespace
+
+TEST_CASE("replications return every run in order with its own seed") {
+  const Scenario s = two_gpu_scenario(3);
+  const Program program{{{Op::Kind::compute, 0.5, 0, -1}, {Op::Kind::all_reduce, 0, 2e6, 0}}};
+  const Job job = pair_job(program, program);
+  Simulation simulation(s, job);
+  const auto runs = run_replications(simulation, 5, 11, 3, 2);
+  REQUIRE(runs.size() == 5);
+  for (int r = 0; r < 5; ++r) {
+    CAPTURE(r);
+    CHECK(runs[r].run == r);
+    CHECK(runs[r].ok);
+    REQUIRE(runs[r].step_times_s.size() == 3);
+    // 0.5 s of compute, then a 2-rank ring: 2 steps of 1 MB at 1 GB/s plus 1 us each.
+    CHECK(runs[r].step_times_s[0] == doctest::Approx(0.5 + 2 * (1e-3 + 1e-6)).epsilon(1e-12));
+    CHECK(runs[r].counters.transfers == 3 * 2 * 2);
+    for (int other = 0; other < r; ++other) CHECK(runs[other].seed != runs[r].seed);
+  }
+}
+
+TEST_CASE("a run that stops early keeps the steps it finished and reports why") {
+  // Rank 0 joins one more all-reduce per step than rank 1: the first step completes, then rank 0
+  // waits forever for a partner and SimGrid ends the run.
+  const Scenario s = two_gpu_scenario(2);
+  const Program greedy{{{Op::Kind::compute, 0.5, 0, -1},
+                        {Op::Kind::all_reduce, 0, 2e6, 0},
+                        {Op::Kind::all_reduce, 0, 2e6, 0}}};
+  const Program normal{{{Op::Kind::compute, 0.5, 0, -1}, {Op::Kind::all_reduce, 0, 2e6, 0}}};
+  const Job job = pair_job(greedy, normal);
+  Simulation simulation(s, job);
+  const auto runs = run_replications(simulation, 2, 1, 2, 2);
+  REQUIRE(runs.size() == 2);
+  for (const auto& run : runs) {
+    CHECK_FALSE(run.ok);
+    CHECK(run.step_times_s.size() == 1);
+    CHECK(run.error == "run " + std::to_string(run.run) + " failed after 1 of 2 step(s)");
+  }
+}
