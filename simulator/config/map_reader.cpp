@@ -139,6 +139,17 @@ std::optional<double> MapReader::quantity(std::string_view key, bool required,
   return read_quantity(*value, path_of(key), parser, diags_);
 }
 
+std::optional<double> MapReader::positive_quantity(std::string_view key, bool required,
+                                                   QuantityParser parser) {
+  auto value = quantity(key, required, parser);
+  if (value && *value <= 0) {
+    diags_.error(node_.find(key)->loc, fmt::format("'{}' must be positive, got '{}'",
+                                                   path_of(key), node_.find(key)->scalar));
+    return std::nullopt;
+  }
+  return value;
+}
+
 std::optional<size_t> MapReader::choice(std::string_view key, bool required,
                                         const std::vector<std::string>& choices) {
   const ConfigNode* value = scalar_node(key, required, "a name");

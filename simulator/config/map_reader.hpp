@@ -34,6 +34,9 @@ class MapReader {
   std::optional<double> number(std::string_view key, bool required, double min_value,
                                bool min_exclusive);
   std::optional<double> quantity(std::string_view key, bool required, QuantityParser parser);
+  /// A quantity that must be greater than zero.
+  std::optional<double> positive_quantity(std::string_view key, bool required,
+                                          QuantityParser parser);
   /// One of `choices`; returns its index.
   std::optional<size_t> choice(std::string_view key, bool required,
                                const std::vector<std::string>& choices);

@@ -62,12 +62,7 @@ GpuSpec read_gpu(MapReader& parent) {
     }
     if (peaks->entries.empty()) r.diags().error(peaks->loc, "'platform.gpu.peak_flops' is empty");
   }
-  if (auto memory = r.quantity("memory", true, units::parse_bytes)) {
-    if (*memory <= 0) {
-      r.diags().error(r.get("memory", false)->loc, "'platform.gpu.memory' must be positive");
-    }
-    gpu.memory_bytes = *memory;
-  }
+  assign(gpu.memory_bytes, r.positive_quantity("memory", true, units::parse_bytes));
   assign(gpu.memory_bandwidth_Bps, r.quantity("memory_bandwidth", true, units::parse_bandwidth));
   if (auto efficiency = r.number("efficiency", false, 0.0, true)) {
     if (*efficiency > 1.0) {
@@ -200,19 +195,10 @@ WorkloadSpec read_workload(const ConfigNode& node, Diagnostics& diags) {
   assign(workload.layers, r.integer("layers", true, 1, 100000));
   if (const ConfigNode* layer = r.map("layer", true)) {
     MapReader l(*layer, "workload.layer", diags);
-    if (auto params = l.quantity("parameters", true, units::parse_count)) {
-      if (*params <= 0) {
-        diags.error(l.get("parameters", false)->loc, "'workload.layer.parameters' must be positive");
-      }
-      workload.parameters_per_layer = *params;
-    }
-    if (auto flops = l.quantity("forward_flops_per_sample", true, units::parse_flops)) {
-      if (*flops <= 0) {
-        diags.error(l.get("forward_flops_per_sample", false)->loc,
-                    "'workload.layer.forward_flops_per_sample' must be positive");
-      }
-      workload.forward_flops_per_sample_per_layer = *flops;
-    }
+    assign(workload.parameters_per_layer,
+           l.positive_quantity("parameters", true, units::parse_count));
+    assign(workload.forward_flops_per_sample_per_layer,
+           l.positive_quantity("forward_flops_per_sample", true, units::parse_flops));
     l.finish();
   }
   assign(workload.precision, r.choice("precision", true, kPrecisionNames));
