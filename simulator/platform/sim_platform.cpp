@@ -70,6 +70,8 @@ std::vector<simgrid::s4u::Host*> build_sim_platform(const Topology& topology,
   hosts.reserve(static_cast<size_t>(topology.gpu_count()));
   for (int gpu = 0; gpu < topology.gpu_count(); ++gpu) {
     hosts.push_back(iface->create_host("gpu" + std::to_string(gpu), gpu_speed_flops)->seal());
+    xbt_assert(hosts.back()->get_netpoint()->id() == static_cast<unsigned long>(gpu),
+               "TopologyZone routes by netpoint id, which must equal the GPU index");
   }
   const auto& links = topology.links();
   for (size_t i = 0; i < links.size(); ++i) {

@@ -12,6 +12,10 @@ namespace prismsim {
 
 namespace sg4 = simgrid::s4u;
 
+namespace {
+constexpr int kGuardPageActorLimit = 16384;  // two mappings per actor; Linux allows 65,530
+}
+
 Simulation::Simulation(const Scenario& scenario, const Job& job)
     : scenario_(scenario), job_(job), topology_(scenario.platform) {
   engine_ = create_engine();
@@ -41,11 +45,9 @@ Simulation::Simulation(const Scenario& scenario, const Job& job)
     rings_.push_back(std::move(ring));
   }
 
+  // Each actor's stack has a guard page; tens of thousands of them exceed vm.max_map_count.
+  if (job.rank_count() > kGuardPageActorLimit) sg4::Engine::set_config("contexts/guard-size:0");
   ranks_done_.assign(static_cast<size_t>(scenario.simulation.steps), 0);
-  for (int rank = 0; rank < job.rank_count(); ++rank) {
-    sg4::Host* host = hosts_[static_cast<size_t>(job.gpu_of_rank[static_cast<size_t>(rank)])];
-    sg4::Actor::create("rank" + std::to_string(rank), host, [this, rank] { rank_main(rank); });
-  }
 }
 
 Simulation::~Simulation() = default;
@@ -60,6 +62,12 @@ const char* Simulation::fidelity() const {
 
 int Simulation::run(const StepCallback& on_step) {
   on_step_ = on_step;
+  // Actors are created here, in the replication's process: their stacks would make fork() of a
+  // large simulation fail for lack of commit charge.
+  for (int rank = 0; rank < job_.rank_count(); ++rank) {
+    sg4::Host* host = hosts_[static_cast<size_t>(job_.gpu_of_rank[static_cast<size_t>(rank)])];
+    sg4::Actor::create("rank" + std::to_string(rank), host, [this, rank] { rank_main(rank); });
+  }
   engine_->run();
   return steps_completed_;
 }

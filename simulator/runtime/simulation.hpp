@@ -18,8 +18,9 @@ namespace prismsim {
 using StepCallback = std::function<void(int step, double step_time_s)>;
 
 /// One simulated training run: the SimGrid engine, the platform and one actor per rank.
-/// Construction builds everything; run() simulates. SimGrid allows one engine per process and
-/// one run per engine, so replications fork() after construction (see montecarlo/).
+/// Construction builds the engine and platform; run() creates the actors and simulates. SimGrid
+/// allows one engine per process and one run per engine, so replications fork() after
+/// construction and call run() in the child (see montecarlo/).
 class Simulation {
  public:
   Simulation(const Scenario& scenario, const Job& job);
@@ -28,6 +29,7 @@ class Simulation {
   Simulation& operator=(const Simulation&) = delete;
 
   /// Simulates the scenario's steps; returns the number of steps every rank completed.
+  /// Call once per process.
   int run(const StepCallback& on_step);
 
   const EventCounters& counters() const { return counters_; }
