@@ -96,6 +96,16 @@ std::optional<int64_t> MapReader::integer(std::string_view key, bool required, i
   return result;
 }
 
+std::optional<bool> MapReader::boolean(std::string_view key, bool required) {
+  const ConfigNode* value = scalar_node(key, required, "true or false");
+  if (value == nullptr) return std::nullopt;
+  const std::string& t = value->scalar;
+  if (t == "true" || t == "True" || t == "yes" || t == "on") return true;
+  if (t == "false" || t == "False" || t == "no" || t == "off") return false;
+  diags_.error(value->loc, fmt::format("'{}' must be true or false, got '{}'", path_of(key), t));
+  return std::nullopt;
+}
+
 std::optional<double> MapReader::number(std::string_view key, bool required, double min_value,
                                         bool min_exclusive) {
   const ConfigNode* value = scalar_node(key, required, "a number");

@@ -31,6 +31,8 @@ class MapReader {
   /// An integer in [min_value, max_value] (by default, anything an int holds).
   std::optional<int64_t> integer(std::string_view key, bool required, int64_t min_value,
                                  int64_t max_value = std::numeric_limits<int>::max());
+  /// true/false (YAML's spellings: true, false, yes, no, on, off).
+  std::optional<bool> boolean(std::string_view key, bool required);
   std::optional<double> number(std::string_view key, bool required, double min_value,
                                bool min_exclusive);
   std::optional<double> quantity(std::string_view key, bool required, QuantityParser parser);
@@ -48,6 +50,8 @@ class MapReader {
   /// Dotted path of `key` in this map.
   std::string path_of(std::string_view key) const;
   const SourceLoc& loc() const { return node_.loc; }
+  /// Dotted path of this map.
+  const std::string& path() const { return path_; }
   bool valid() const { return valid_; }
   Diagnostics& diags() { return diags_; }
 

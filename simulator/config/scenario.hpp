@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "collectives/collective.hpp"
+
 namespace prismsim {
 
 /// Numeric precision of a workload's math.
@@ -28,10 +30,18 @@ struct GpuSpec {
 struct LinkSpec {
   double bandwidth_Bps = 0;
   double latency_s = 0;
+  double efficiency = 1.0;  ///< achievable fraction of `bandwidth_Bps`
+
+  double effective_bandwidth_Bps() const { return bandwidth_Bps * efficiency; }
 };
+
+/// How NICs attach to leaf switches: a node's NICs on one leaf (fat_tree) or NIC i of every node
+/// on the leaves of rail i (rail_optimized; rails meet at the upper tiers).
+enum class FabricKind { fat_tree, rail_optimized };
 
 /// Scale-out fabric of one datacenter: a fat-tree of `levels` switch tiers of `radix` ports.
 struct FabricSpec {
+  FabricKind kind = FabricKind::fat_tree;
   int levels = 2;
   int radix = 64;
   /// Down:up port ratio of each tier below the top (levels - 1 values; 1 = full bisection).
@@ -51,11 +61,31 @@ struct DatacenterSpec {
   int nodes = 0;
 };
 
+/// One-way latency of fibre per km (light at ~2/3 c) and the default route inflation (fibre paths
+/// are 1.2-1.5x the great-circle distance); used when a WAN link gives a distance.
+constexpr double kFibreSecondsPerKm = 5e-6;
+constexpr double kDefaultRouteInflation = 1.3;
+
 /// A wide-area link between two datacenters (one link per direction).
 struct WanLinkSpec {
   std::string from;
   std::string to;
   LinkSpec link;
+};
+
+/// One NCCL protocol: achievable fraction of link bandwidth and latency added per algorithm step.
+struct ProtocolSpec {
+  std::string name;
+  double bandwidth_efficiency = 1.0;
+  double step_latency_s = 0;
+};
+
+/// How collectives behave on this platform (NCCL-like tuning), fitted by calibration.
+struct CollectiveTuning {
+  int channels = 0;                    ///< rings per collective; 0 = GPUs per node
+  double launch_latency_s = 0;         ///< fixed cost of every collective
+  double local_copy_efficiency = 1.0;  ///< one-GPU collectives copy at this fraction of HBM speed
+  std::vector<ProtocolSpec> protocols = {{"simple", 1.0, 0.0}};
 };
 
 /// The hardware: GPUs, nodes, fabric, datacenters and the WAN between them.
@@ -65,9 +95,11 @@ struct PlatformSpec {
   int gpus_per_node = 8;
   LinkSpec nvlink;  ///< per GPU, per direction, to the node's NVSwitch
   LinkSpec nic;     ///< one NIC per GPU, per direction
+  bool nvls = false;  ///< the NVSwitch can reduce in the switch (NVLink SHARP)
   FabricSpec fabric;
   std::vector<DatacenterSpec> datacenters;
   std::vector<WanLinkSpec> wan;
+  CollectiveTuning collectives;
 
   int total_gpus() const;
 };
@@ -96,12 +128,9 @@ struct SimulationSpec {
   uint64_t seed = 1;
 };
 
-/// How collectives are simulated: every step of the algorithm, one flow per rank, or chosen by
-/// group size.
-enum class CollectiveFidelity { automatic, step, coarse };
-
 struct EngineSpec {
   CollectiveFidelity collective_fidelity = CollectiveFidelity::automatic;
+  Algorithm collective_algorithm = Algorithm::automatic;
   int step_fidelity_max_ranks = 64;  ///< largest group simulated step by step in automatic mode
 };
 

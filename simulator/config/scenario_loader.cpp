@@ -27,15 +27,78 @@ void assign(T& field, const std::optional<U>& value) {
   if (value) field = static_cast<T>(*value);
 }
 
-LinkSpec read_link(MapReader& parent, std::string_view key) {
+/// A fraction in (0, 1].
+std::optional<double> read_fraction(MapReader& r, std::string_view key) {
+  auto value = r.number(key, false, 0.0, true);
+  if (value && *value > 1.0) {
+    r.diags().error(r.get(key, false)->loc,
+                    fmt::format("'{}' must be at most 1, got {}", r.path_of(key), *value));
+    return std::nullopt;
+  }
+  return value;
+}
+
+/// Reads bandwidth, latency and efficiency from `r`; `latency` may be replaced by a distance.
+LinkSpec read_link_fields(MapReader& r, bool allow_distance) {
   LinkSpec link;
-  const ConfigNode* node = parent.map(key, true);
-  if (node == nullptr) return link;
-  MapReader r(*node, parent.path_of(key), parent.diags());
   assign(link.bandwidth_Bps, r.quantity("bandwidth", true, units::parse_bandwidth));
-  assign(link.latency_s, r.quantity("latency", true, units::parse_duration));
+  assign(link.efficiency, read_fraction(r, "efficiency"));
+  if (!allow_distance) {
+    assign(link.latency_s, r.quantity("latency", true, units::parse_duration));
+    return link;
+  }
+  const bool has_distance = r.get("distance", false) != nullptr;
+  const bool has_latency = r.get("latency", false) != nullptr;
+  if (has_distance == has_latency) {
+    r.diags().error(r.loc(), fmt::format("'{}' needs one of 'latency' and 'distance'",
+                                         r.path()));
+  }
+  if (has_latency) assign(link.latency_s, r.quantity("latency", true, units::parse_duration));
+  if (has_distance) {
+    auto km = r.quantity("distance", true, units::parse_distance_km);
+    double inflation = kDefaultRouteInflation;
+    if (auto given = r.number("route_inflation", false, 1.0, false)) inflation = *given;
+    if (km) link.latency_s = *km * kFibreSecondsPerKm * inflation;
+  } else if (r.get("route_inflation", false) != nullptr) {
+    r.diags().error(r.get("route_inflation", false)->loc,
+                    fmt::format("'{}' applies only with 'distance'", r.path_of("route_inflation")));
+  }
+  return link;
+}
+
+LinkSpec read_link(MapReader& parent, std::string_view key) {
+  const ConfigNode* node = parent.map(key, true);
+  if (node == nullptr) return {};
+  MapReader r(*node, parent.path_of(key), parent.diags());
+  LinkSpec link = read_link_fields(r, false);
   r.finish();
   return link;
+}
+
+CollectiveTuning read_collectives(MapReader& parent, int gpus_per_node) {
+  CollectiveTuning tuning;
+  tuning.channels = gpus_per_node;
+  const ConfigNode* node = parent.map("collectives", false);
+  if (node == nullptr) return tuning;
+  MapReader r(*node, parent.path_of("collectives"), parent.diags());
+  assign(tuning.channels, r.integer("channels", false, 1, 64));
+  assign(tuning.launch_latency_s, r.quantity("launch_latency", false, units::parse_duration));
+  assign(tuning.local_copy_efficiency, read_fraction(r, "local_copy_efficiency"));
+  if (const ConfigNode* list = r.list("protocols", false)) {
+    tuning.protocols.clear();
+    if (list->items.empty()) r.diags().error(list->loc, fmt::format("'{}' is empty", r.path_of("protocols")));
+    for (size_t i = 0; i < list->items.size(); ++i) {
+      MapReader p(list->items[i], fmt::format("{}.{}", r.path_of("protocols"), i), r.diags());
+      ProtocolSpec protocol;
+      assign(protocol.name, p.string("name", true));
+      assign(protocol.bandwidth_efficiency, read_fraction(p, "bandwidth_efficiency"));
+      assign(protocol.step_latency_s, p.quantity("step_latency", false, units::parse_duration));
+      p.finish();
+      tuning.protocols.push_back(protocol);
+    }
+  }
+  r.finish();
+  return tuning;
 }
 
 GpuSpec read_gpu(MapReader& parent) {
@@ -82,7 +145,7 @@ FabricSpec read_fabric(MapReader& parent, const LinkSpec& nic) {
   const ConfigNode* node = parent.map("fabric", true);
   if (node == nullptr) return fabric;
   MapReader r(*node, parent.path_of("fabric"), parent.diags());
-  r.choice("type", true, {"fat_tree"});
+  assign(fabric.kind, r.choice("type", true, {"fat_tree", "rail_optimized"}));
   assign(fabric.levels, r.integer("levels", true, 1));
   if (fabric.levels > 3) {
     r.diags().error(r.get("levels", false)->loc,
@@ -133,6 +196,7 @@ PlatformSpec read_platform(const ConfigNode& node, Diagnostics& diags) {
     assign(platform.gpus_per_node, n.integer("gpus", true, 1, 1024));
     platform.nvlink = read_link(n, "nvlink");
     platform.nic = read_link(n, "nic");
+    assign(platform.nvls, n.boolean("nvls", false));
     n.finish();
   }
   platform.fabric = read_fabric(r, platform.nic);
@@ -177,12 +241,12 @@ PlatformSpec read_platform(const ConfigNode& node, Diagnostics& diags) {
           }
         }
       }
-      assign(wan.link.bandwidth_Bps, w.quantity("bandwidth", true, units::parse_bandwidth));
-      assign(wan.link.latency_s, w.quantity("latency", true, units::parse_duration));
+      wan.link = read_link_fields(w, true);
       w.finish();
       platform.wan.push_back(wan);
     }
   }
+  platform.collectives = read_collectives(r, platform.gpus_per_node);
   r.finish();
   return platform;
 }
@@ -229,6 +293,7 @@ void read_run_settings(MapReader& r, Scenario& s) {
     assign(s.engine.collective_fidelity,
            e.choice("collective_fidelity", false, {"auto", "step", "coarse"}));
     assign(s.engine.step_fidelity_max_ranks, e.integer("step_fidelity_max_ranks", false, 2));
+    assign(s.engine.collective_algorithm, e.choice("collective_algorithm", false, algorithm_names()));
     e.finish();
   }
 }
@@ -256,7 +321,55 @@ SourceLoc loc_of(const ConfigNode& root, const std::string& dotted) {
 }
 
 /// Checks that need more than one section.
+/// Rules of a platform that span its sections: size limits, fabric capacity, WAN pairs.
+/// Returns false when the platform is too large to check further.
+bool check_platform(const ConfigNode& root, const PlatformSpec& platform, Diagnostics& diags) {
+  int64_t platform_gpus = 0;
+  for (const auto& dc : platform.datacenters) {
+    platform_gpus += static_cast<int64_t>(dc.nodes) * platform.gpus_per_node;
+  }
+  if (platform_gpus > kMaxGpus) {
+    diags.error(loc_of(root, "platform.datacenters"),
+                fmt::format("platform '{}' has {} GPUs; prismsim supports at most {}",
+                            platform.name, platform_gpus, kMaxGpus));
+    return false;
+  }
+  const int64_t capacity = platform.fabric.capacity();
+  for (size_t i = 0; i < platform.datacenters.size(); ++i) {
+    const DatacenterSpec& dc = platform.datacenters[i];
+    const int64_t nics = static_cast<int64_t>(dc.nodes) * platform.gpus_per_node;
+    if (nics > capacity) {
+      diags.error(loc_of(root, fmt::format("platform.datacenters.{}.nodes", i)),
+                  fmt::format("datacenter '{}' has {} NICs but a {}-level fat-tree of radix {} "
+                              "holds at most {}", dc.name, nics, platform.fabric.levels,
+                              platform.fabric.radix, capacity));
+    }
+  }
+  // Every pair of datacenters needs a direct WAN link (routes do not transit a third one).
+  const auto& dcs = platform.datacenters;
+  const SourceLoc at = loc_of(root, "platform.wan");
+  for (size_t i = 0; i < dcs.size(); ++i) {
+    for (size_t j = i + 1; j < dcs.size(); ++j) {
+      int count = 0;
+      for (const auto& wan : platform.wan) {
+        count += (wan.from == dcs[i].name && wan.to == dcs[j].name) ||
+                 (wan.from == dcs[j].name && wan.to == dcs[i].name);
+      }
+      if (count == 0) {
+        diags.error(at, fmt::format("no WAN link between datacenters '{}' and '{}'",
+                                    dcs[i].name, dcs[j].name));
+      } else if (count > 1) {
+        diags.error(at, fmt::format("{} WAN links between datacenters '{}' and '{}'; give one",
+                                    count, dcs[i].name, dcs[j].name));
+      }
+    }
+  }
+  return true;
+}
+
+/// Rules that span the scenario's sections.
 void cross_check(const ConfigNode& root, const Scenario& s, Diagnostics& diags) {
+  if (!check_platform(root, s.platform, diags)) return;
   const SourceLoc at = loc_of(root, "parallelism");
   const auto& p = s.parallelism;
   const int64_t product = static_cast<int64_t>(p.dp) * p.tp * p.pp;
@@ -264,18 +377,8 @@ void cross_check(const ConfigNode& root, const Scenario& s, Diagnostics& diags) 
     diags.error(at, fmt::format("parallel degrees dp {} x tp {} x pp {} = {} do not match "
                                 "'parallelism.gpus' {}", p.dp, p.tp, p.pp, product, p.gpus));
   }
-  int64_t platform_gpus = 0;
-  for (const auto& dc : s.platform.datacenters) {
-    platform_gpus += static_cast<int64_t>(dc.nodes) * s.platform.gpus_per_node;
-  }
-  if (platform_gpus > kMaxGpus) {
-    diags.error(loc_of(root, "platform.datacenters"),
-                fmt::format("platform '{}' has {} GPUs; prismsim supports at most {}",
-                            s.platform.name, platform_gpus, kMaxGpus));
-    return;
-  }
   const int capacity = s.platform.total_gpus();
-  if (capacity > 0 && product > capacity) {
+  if (product > capacity) {
     diags.error(at, fmt::format("the scenario needs {} GPUs but platform '{}' holds {}", product,
                                 s.platform.name, capacity));
   }
@@ -297,27 +400,9 @@ void cross_check(const ConfigNode& root, const Scenario& s, Diagnostics& diags) 
                             microbatches, w.layers, kMaxOpsPerStep));
   }
   if (!s.platform.gpu.peak_flops.empty() && !s.platform.gpu.peak_flops.count(w.precision)) {
-    diags.error(loc_of(root, "workload.precision"), fmt::format("platform '{}' gives no peak_flops for precision '{}'",
-                                 s.platform.name, to_string(w.precision)));
-  }
-  // Every pair of datacenters needs a direct WAN link (routes do not transit a third one).
-  const auto& dcs = s.platform.datacenters;
-  const SourceLoc pat = loc_of(root, "platform.wan");
-  for (size_t i = 0; i < dcs.size(); ++i) {
-    for (size_t j = i + 1; j < dcs.size(); ++j) {
-      int count = 0;
-      for (const auto& wan : s.platform.wan) {
-        count += (wan.from == dcs[i].name && wan.to == dcs[j].name) ||
-                 (wan.from == dcs[j].name && wan.to == dcs[i].name);
-      }
-      if (count == 0) {
-        diags.error(pat, fmt::format("no WAN link between datacenters '{}' and '{}'",
-                                     dcs[i].name, dcs[j].name));
-      } else if (count > 1) {
-        diags.error(pat, fmt::format("{} WAN links between datacenters '{}' and '{}'; give one",
-                                     count, dcs[i].name, dcs[j].name));
-      }
-    }
+    diags.error(loc_of(root, "workload.precision"),
+                fmt::format("platform '{}' gives no peak_flops for precision '{}'",
+                            s.platform.name, to_string(w.precision)));
   }
 }
 
@@ -345,21 +430,28 @@ Scenario load_scenario(const std::string& path, const std::vector<std::string>& 
   read_run_settings(r, s);
   r.finish();
   if (diags.empty()) cross_check(root, s, diags);
-  if (diags.empty()) {
-    const int64_t capacity = s.platform.fabric.capacity();
-    for (size_t i = 0; i < s.platform.datacenters.size(); ++i) {
-      const DatacenterSpec& dc = s.platform.datacenters[i];
-      const int64_t nics = static_cast<int64_t>(dc.nodes) * s.platform.gpus_per_node;
-      if (nics > capacity) {
-        diags.error(loc_of(root, fmt::format("platform.datacenters.{}.nodes", i)),
-                    fmt::format("datacenter '{}' has {} NICs but a {}-level fat-tree of radix {} "
-                                "holds at most {}", dc.name, nics, s.platform.fabric.levels,
-                                s.platform.fabric.radix, capacity));
-      }
-    }
-  }
   diags.throw_if_any();
   return s;
+}
+
+PlatformSpec load_platform(const std::string& path, const std::vector<std::string>& overrides) {
+  Diagnostics diags;
+  const auto file = std::make_shared<const std::string>(path);
+  // Held under a "platform" key so that paths read as in a scenario (platform.node.gpus).
+  ConfigNode root;
+  root.kind = ConfigNode::Kind::Map;
+  root.loc = SourceLoc{file, 1, 1};
+  root.entries.push_back({"platform", root.loc, load_yaml_file(path, root.loc, diags)});
+  for (size_t i = 0; i < overrides.size(); ++i) {
+    apply_override(root, overrides[i], static_cast<int>(i) + 1, diags);
+  }
+  MapReader r(root, "", diags);
+  PlatformSpec platform;
+  if (const ConfigNode* node = r.get("platform", true)) platform = read_platform(*node, diags);
+  r.finish();
+  if (diags.empty()) check_platform(root, platform, diags);
+  diags.throw_if_any();
+  return platform;
 }
 
 }  // namespace prismsim

@@ -12,4 +12,7 @@ namespace prismsim {
 /// Throws InputError with every problem found, each located as file:line:col.
 Scenario load_scenario(const std::string& path, const std::vector<std::string>& overrides = {});
 
+/// Reads and validates a platform file on its own; overrides address it as "platform.PATH".
+PlatformSpec load_platform(const std::string& path, const std::vector<std::string>& overrides = {});
+
 }  // namespace prismsim

@@ -136,6 +136,16 @@ std::optional<double> parse_flops(std::string_view text, std::string* error) {
   return value;
 }
 
+std::optional<double> parse_distance_km(std::string_view text, std::string* error) {
+  static const std::vector<Unit> table = {{"km", 1.0}, {"m", 1e-3}, {"mi", 1.609344}};
+  auto value = parse_with(text, table, true, "distance", "100km", error);
+  if (value && *value < 0) {
+    *error = "distance must not be negative";
+    return std::nullopt;
+  }
+  return value;
+}
+
 std::optional<double> parse_count(std::string_view text, std::string* error) {
   static const std::vector<Unit> table = {{"K", 1e3}, {"k", 1e3}, {"M", 1e6}, {"G", 1e9},
                                           {"B", 1e9}, {"T", 1e12}};

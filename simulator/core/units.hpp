@@ -20,6 +20,8 @@ std::optional<double> parse_bytes(std::string_view text, std::string* error);
 std::optional<double> parse_flop_rate(std::string_view text, std::string* error);
 /// Amount of work in flop: "1.2Tflop", "3.5e12", "800Gflop".
 std::optional<double> parse_flops(std::string_view text, std::string* error);
+/// Distance in km: "100km", "2500 km", "800m".
+std::optional<double> parse_distance_km(std::string_view text, std::string* error);
 /// Dimensionless count with an optional SI suffix: "50M", "1.3G", "7e9", "1024".
 std::optional<double> parse_count(std::string_view text, std::string* error);
 

@@ -8,10 +8,13 @@
 namespace prismsim {
 
 Topology::Topology(const PlatformSpec& spec)
-    : gpus_per_node_(spec.gpus_per_node), levels_(spec.fabric.levels) {
+    : gpus_per_node_(spec.gpus_per_node), levels_(spec.fabric.levels), kind_(spec.fabric.kind) {
   const FabricSpec& fabric = spec.fabric;
-  nics_below_.assign(static_cast<size_t>(levels_) + 1, 1);
-  for (int tier = 1; tier <= levels_; ++tier) nics_below_[tier] = fabric.nics_below(tier);
+  nics_per_leaf_ = fabric.down_ports(1);
+  leaves_below_.assign(static_cast<size_t>(levels_) + 1, 1);
+  for (int tier = 2; tier <= levels_; ++tier) {
+    leaves_below_[tier] = leaves_below_[tier - 1] * fabric.down_ports(tier);
+  }
 
   for (const auto& dc : spec.datacenters) {
     dc_names_.push_back(dc.name);
@@ -22,24 +25,26 @@ Topology::Topology(const PlatformSpec& spec)
 
   links_.reserve(static_cast<size_t>(gpu_count_) * kPortsPerGpu);
   const double hop = fabric.hop_latency_s;
+  const double nvlink_Bps = spec.nvlink.effective_bandwidth_Bps();
+  const double nic_Bps = spec.nic.effective_bandwidth_Bps();
   for (int gpu = 0; gpu < gpu_count_; ++gpu) {
-    links_.push_back({spec.nvlink.bandwidth_Bps, spec.nvlink.latency_s});
-    links_.push_back({spec.nvlink.bandwidth_Bps, 0.0});
-    links_.push_back({spec.nic.bandwidth_Bps, spec.nic.latency_s + hop});
-    links_.push_back({spec.nic.bandwidth_Bps, 0.0});
+    links_.push_back({nvlink_Bps, spec.nvlink.latency_s});
+    links_.push_back({nvlink_Bps, 0.0});
+    links_.push_back({nic_Bps, spec.nic.latency_s + hop});
+    links_.push_back({nic_Bps, 0.0});
   }
 
   first_bundle_link_ = static_cast<int>(links_.size());
   bundle_base_.resize(dc_names_.size());
   for (size_t dc = 0; dc < dc_names_.size(); ++dc) {
-    const int64_t nics = dc_first_gpu_[dc + 1] - dc_first_gpu_[dc];
+    const int64_t leaves = leaf_of(dc_first_gpu_[dc + 1] - 1) + 1;
     bundle_base_[dc].assign(static_cast<size_t>(levels_), 0);
     for (int tier = 1; tier < levels_; ++tier) {
       bundle_base_[dc][tier] = static_cast<int>(links_.size());
-      const int64_t groups = (nics + nics_below_[tier] - 1) / nics_below_[tier];
+      const int64_t groups = (leaves + leaves_below_[tier] - 1) / leaves_below_[tier];
       const double ratio = fabric.oversubscription.at(static_cast<size_t>(tier - 1));
-      const double uplink_Bps =
-          static_cast<double>(nics_below_[tier]) * fabric.port_bandwidth_Bps / ratio;
+      const double uplink_Bps = static_cast<double>(fabric.nics_below(tier)) *
+                                fabric.port_bandwidth_Bps * spec.nic.efficiency / ratio;
       for (int64_t g = 0; g < groups; ++g) {
         links_.push_back({uplink_Bps, hop});
         links_.push_back({uplink_Bps, hop});
@@ -59,10 +64,11 @@ Topology::Topology(const PlatformSpec& spec)
   for (const auto& wan : spec.wan) {
     const size_t a = index_of(wan.from);
     const size_t b = index_of(wan.to);
+    const double wan_Bps = wan.link.effective_bandwidth_Bps();
     wan_link_[a * dcs + b] = static_cast<int>(links_.size());
-    links_.push_back({wan.link.bandwidth_Bps, wan.link.latency_s + hop});
+    links_.push_back({wan_Bps, wan.link.latency_s + hop});
     wan_link_[b * dcs + a] = static_cast<int>(links_.size());
-    links_.push_back({wan.link.bandwidth_Bps, wan.link.latency_s + hop});
+    links_.push_back({wan_Bps, wan.link.latency_s + hop});
   }
 }
 
@@ -75,9 +81,17 @@ GpuLocation Topology::locate(int gpu) const {
   return where;
 }
 
-int64_t Topology::group_of(int gpu, int tier) const {
+int64_t Topology::leaf_of(int gpu) const {
   const int dc = locate(gpu).datacenter;
-  return (gpu - dc_first_gpu_[dc]) / nics_below_[tier];
+  const int64_t nic = gpu - dc_first_gpu_[dc];
+  if (kind_ == FabricKind::fat_tree) return nic / nics_per_leaf_;
+  const int64_t nodes = (dc_first_gpu_[dc + 1] - dc_first_gpu_[dc]) / gpus_per_node_;
+  const int64_t leaves_per_rail = (nodes + nics_per_leaf_ - 1) / nics_per_leaf_;
+  return (nic % gpus_per_node_) * leaves_per_rail + (nic / gpus_per_node_) / nics_per_leaf_;
+}
+
+int64_t Topology::group_of(int gpu, int tier) const {
+  return leaf_of(gpu) / leaves_below_[tier];
 }
 
 int Topology::bundle(int dc, int tier, int64_t group, bool up) const {

@@ -26,7 +26,9 @@ struct TopologyLink {
 /// Every GPU has an NVLink port to its node's NVSwitch and one NIC, each one link per direction.
 /// Each datacenter's fabric is a fat-tree whose switches of one tier are modelled as one
 /// non-blocking switch per group of NICs, joined to the tier above by one "bundle" link per
-/// direction carrying the group's aggregate uplink bandwidth (ideal ECMP). Datacenters are joined
+/// direction carrying the group's aggregate uplink bandwidth (ideal ECMP). NICs attach to leaves
+/// by node (fat_tree) or by rail (rail_optimized: NIC i of every node on rail i's leaves).
+/// Link bandwidths are effective ones (nominal x efficiency). Datacenters are joined
 /// by direct WAN links. Latencies add along a route: NVLink latency inside a node; NIC latency
 /// plus one hop latency per switch crossed across nodes; WAN latency between datacenters.
 class Topology {
@@ -49,13 +51,17 @@ class Topology {
   enum Port { kNvlinkUp = 0, kNvlinkDown = 1, kNicUp = 2, kNicDown = 3, kPortsPerGpu = 4 };
 
   int bundle(int dc, int tier, int64_t group, bool up) const;
+  /// Index of the leaf switch of `gpu`'s NIC within its datacenter.
+  int64_t leaf_of(int gpu) const;
   int64_t group_of(int gpu, int tier) const;
 
   std::vector<std::string> dc_names_;
   int gpu_count_ = 0;
   int gpus_per_node_ = 1;
   int levels_ = 1;
-  std::vector<int64_t> nics_below_;          ///< per tier (index 0 unused)
+  FabricKind kind_ = FabricKind::fat_tree;
+  int64_t nics_per_leaf_ = 1;
+  std::vector<int64_t> leaves_below_;        ///< per tier: leaves under one switch of that tier
   std::vector<int> dc_first_gpu_;            ///< per datacenter, plus the total at the end
   std::vector<std::vector<int>> bundle_base_;  ///< [dc][tier] first link id of that tier's bundles
   std::vector<int> wan_link_;                ///< [from * dcs + to] link id, or -1

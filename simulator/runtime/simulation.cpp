@@ -22,27 +22,17 @@ Simulation::Simulation(const Scenario& scenario, const Job& job)
   const double speed = scenario.platform.gpu.peak_flops.at(scenario.workload.precision);
   hosts_ = build_sim_platform(topology_, speed);
 
-  const EngineSpec& engine = scenario.engine;
   for (size_t g = 0; g < job.groups.size(); ++g) {
     const auto& members = job.groups[g].ranks;
-    const int n = static_cast<int>(members.size());
-    Ring ring;
-    ring.coarse = engine.collective_fidelity == CollectiveFidelity::coarse ||
-                  (engine.collective_fidelity == CollectiveFidelity::automatic &&
-                   n > engine.step_fidelity_max_ranks);
+    std::vector<int> gpus;
     position_.emplace_back(static_cast<size_t>(job.rank_count()), -1);
-    for (int i = 0; i < n; ++i) {
-      const int rank = members[static_cast<size_t>(i)];
-      position_.back()[static_cast<size_t>(rank)] = i;
-      ring.inbox.push_back(sg4::Mailbox::by_name("g" + std::to_string(g) + "-r" + std::to_string(rank)));
-      const int next = members[static_cast<size_t>((i + 1) % n)];
-      ring.max_hop_latency_s = std::max(
-          ring.max_hop_latency_s,
-          topology_.route_latency(job.gpu_of_rank[static_cast<size_t>(rank)],
-                                  job.gpu_of_rank[static_cast<size_t>(next)]));
+    for (size_t i = 0; i < members.size(); ++i) {
+      position_.back()[static_cast<size_t>(members[i])] = static_cast<int>(i);
+      gpus.push_back(job.gpu_of_rank[static_cast<size_t>(members[i])]);
     }
-    if (ring.coarse) ring.barrier = sg4::Barrier::create(static_cast<unsigned>(n));
-    rings_.push_back(std::move(ring));
+    groups_.push_back(std::make_unique<GroupRuntime>(static_cast<int>(g), std::move(gpus),
+                                                     topology_, scenario.platform,
+                                                     scenario.engine));
   }
 
   // Each actor's stack has a guard page; tens of thousands of them exceed vm.max_map_count.
@@ -52,12 +42,21 @@ Simulation::Simulation(const Scenario& scenario, const Job& job)
 
 Simulation::~Simulation() = default;
 
-const char* Simulation::fidelity() const {
+std::string Simulation::collective_summary() {
   size_t largest = 0;
-  for (size_t g = 1; g < rings_.size(); ++g) {
-    if (rings_[g].size() > rings_[largest].size()) largest = g;
+  for (size_t g = 1; g < groups_.size(); ++g) {
+    if (groups_[g]->size() > groups_[largest]->size()) largest = g;
   }
-  return rings_.empty() || !rings_[largest].coarse ? "step" : "coarse";
+  for (const auto& program : job_.program_of_rank) {
+    for (const Op& op : program->ops) {
+      if (op.kind != Op::Kind::collective || op.group != static_cast<int>(largest)) continue;
+      const PreparedCollective& call = groups_[largest]->prepare(
+          op.collective, op.bytes, scenario_.engine.collective_algorithm, op.root);
+      return std::string(to_string(call.algorithm)) + "/" + call.protocol->name + "/" +
+             (call.coarse ? "coarse" : "step");
+    }
+  }
+  return "none";
 }
 
 int Simulation::run(const StepCallback& on_step) {
@@ -89,11 +88,15 @@ void Simulation::rank_main(int rank) {
         case Op::Kind::compute:
           pending_s += op.seconds;
           break;
-        case Op::Kind::all_reduce: {
+        case Op::Kind::collective: {
           flush_compute();
           const int position = position_[static_cast<size_t>(op.group)][static_cast<size_t>(rank)];
           assert(position >= 0 && "a rank only runs collectives of its groups");
-          ring_all_reduce(rings_[static_cast<size_t>(op.group)], position, op.bytes, counters_);
+          GroupRuntime& group = *groups_[static_cast<size_t>(op.group)];
+          group.run(position,
+                    group.prepare(op.collective, op.bytes, scenario_.engine.collective_algorithm,
+                                  op.root),
+                    counters_);
           break;
         }
       }

@@ -2,13 +2,14 @@
 
 #include <functional>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include <simgrid/forward.h>
 
 #include "config/scenario.hpp"
 #include "platform/topology.hpp"
-#include "runtime/ring_all_reduce.hpp"
+#include "runtime/collective_runtime.hpp"
 #include "workload/program.hpp"
 
 namespace prismsim {
@@ -33,8 +34,9 @@ class Simulation {
   int run(const StepCallback& on_step);
 
   const EventCounters& counters() const { return counters_; }
-  /// The collective fidelity used for the largest group ("step" or "coarse").
-  const char* fidelity() const;
+  /// How the largest group's first collective ran: "ring/simple/coarse" (algorithm, protocol,
+  /// fidelity), or "none".
+  std::string collective_summary();
 
  private:
   void rank_main(int rank);
@@ -45,8 +47,8 @@ class Simulation {
   Topology topology_;
   simgrid::s4u::Engine* engine_ = nullptr;
   std::vector<simgrid::s4u::Host*> hosts_;
-  std::vector<Ring> rings_;                       ///< one per collective group
-  std::vector<std::vector<int>> position_;        ///< [group][rank] position in the ring, or -1
+  std::vector<std::unique_ptr<GroupRuntime>> groups_;
+  std::vector<std::vector<int>> position_;        ///< [group][rank] position in the group, or -1
   std::vector<int> ranks_done_;                   ///< per step
   double last_step_end_s_ = 0;
   int steps_completed_ = 0;

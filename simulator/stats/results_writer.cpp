@@ -39,11 +39,11 @@ std::string human_seconds(double s) {
 
 }  // namespace
 
-StudyResults gather_results(const Scenario& scenario, std::string collective_fidelity,
+StudyResults gather_results(const Scenario& scenario, std::string collectives,
                             std::vector<RunRecord> runs) {
   StudyResults results;
   results.scenario = &scenario;
-  results.collective_fidelity = std::move(collective_fidelity);
+  results.collectives = std::move(collectives);
   std::vector<double> steps;
   for (const auto& run : runs) steps.insert(steps.end(), run.step_times_s.begin(), run.step_times_s.end());
   results.step_time = summarize(std::move(steps));
@@ -75,7 +75,7 @@ std::string summary_json(const StudyResults& r) {
       "  \"steps\": {},\n"
       "  \"seed\": {},\n"
       "  \"network_model\": {{{}\n  }},\n"
-      "  \"collective_fidelity\": {},\n"
+      "  \"collectives\": {},\n"
       "  \"events_per_run\": {{\"executions\": {}, \"transfers\": {}}},\n"
       "  \"step_time_s\": {{\n"
       "    \"count\": {},\n"
@@ -92,7 +92,7 @@ std::string summary_json(const StudyResults& r) {
       json_string(PRISMSIM_VERSION), json_string(s.name), json_string(s.platform.name),
       json_string(s.workload.name), s.parallelism.dp * s.parallelism.tp * s.parallelism.pp,
       s.parallelism.dp, s.parallelism.tp, s.parallelism.pp, s.simulation.runs, completed,
-      s.simulation.steps, s.simulation.seed, network, json_string(r.collective_fidelity),
+      s.simulation.steps, s.simulation.seed, network, json_string(r.collectives),
       counters.executions, counters.transfers, d.count, d.mean, d.std, d.min, d.p50, d.p90, d.p95,
       d.p99, d.max);
 }
@@ -117,7 +117,7 @@ std::string summary_text(const StudyResults& r) {
       "runs {} of {} completed, {} step(s) each, seed {}, collectives {}\n",
       s.name, s.parallelism.dp * s.parallelism.tp * s.parallelism.pp, s.parallelism.dp,
       s.parallelism.tp, s.parallelism.pp, s.platform.name, s.workload.name, completed,
-      s.simulation.runs, s.simulation.steps, s.simulation.seed, r.collective_fidelity);
+      s.simulation.runs, s.simulation.steps, s.simulation.seed, r.collectives);
   if (d.count > 0) {
     text += fmt::format("step time: mean {}  p50 {}  p95 {}  p99 {}  max {}\n",
                         human_seconds(d.mean), human_seconds(d.p50), human_seconds(d.p95),

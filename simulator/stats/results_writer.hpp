@@ -12,13 +12,13 @@ namespace prismsim {
 /// Everything a study reports, gathered before writing.
 struct StudyResults {
   const Scenario* scenario = nullptr;
-  std::string collective_fidelity;
+  std::string collectives;  ///< algorithm/protocol/fidelity of the largest group's collective
   std::vector<RunRecord> runs;
   DistributionSummary step_time;  ///< over every finished step of every run
 };
 
 /// Pools every finished step of every run and summarises it.
-StudyResults gather_results(const Scenario& scenario, std::string collective_fidelity,
+StudyResults gather_results(const Scenario& scenario, std::string collectives,
                             std::vector<RunRecord> runs);
 
 /// summary.json: identity of the study, SimGrid settings, step-time distribution.

@@ -4,16 +4,25 @@
 #include <string>
 #include <vector>
 
+#include "collectives/collective.hpp"
+
 namespace prismsim {
 
 /// One thing a rank does, in order.
 struct Op {
-  enum class Kind { compute, all_reduce };
+  enum class Kind { compute, collective };
 
   Kind kind = Kind::compute;
   double seconds = 0;  ///< compute: nominal duration on this rank's GPU
-  double bytes = 0;    ///< collective: message size per rank
+  CollectiveOp collective = CollectiveOp::all_reduce;
+  double bytes = 0;    ///< collective: size in nccl-tests' convention
   int group = -1;      ///< collective: index into Job::groups
+  int root = 0;        ///< broadcast/reduce: group position of the root
+
+  static Op compute_for(double seconds) { return Op{Kind::compute, seconds}; }
+  static Op collective_on(CollectiveOp op, double bytes, int group) {
+    return Op{Kind::collective, 0, op, bytes, group};
+  }
 };
 
 /// The ops one rank runs in every training step.

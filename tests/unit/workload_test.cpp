@@ -31,6 +31,7 @@ TEST_CASE("a layer-stack step is forward and backward per microbatch then one al
   const double flops = 4 * 32 * 3 * 1.79e12;
   CHECK(compute_s == doctest::Approx(flops / (989e12 * 0.5)));
   const Op& reduce = program.ops.back();
-  CHECK(reduce.kind == Op::Kind::all_reduce);
+  CHECK(reduce.kind == Op::Kind::collective);
+  CHECK(reduce.collective == CollectiveOp::all_reduce);
   CHECK(reduce.bytes == doctest::Approx(202e6 * 32 * 2));
 }

@@ -1,0 +1,61 @@
+#include "collectives/collective.hpp"
+
+namespace prismsim {
+
+namespace {
+const std::vector<std::string> kOpNames = {"all_reduce", "all_gather", "reduce_scatter",
+                                           "broadcast",  "reduce",     "all_to_all",
+                                           "send_recv"};
+const std::vector<std::string> kAlgorithmNames = {"auto", "ring", "tree", "hierarchical", "nvls",
+                                                  "direct"};
+}  // namespace
+
+const std::vector<std::string>& collective_op_names() { return kOpNames; }
+const std::vector<std::string>& algorithm_names() { return kAlgorithmNames; }
+
+const char* to_string(CollectiveOp op) { return kOpNames[static_cast<size_t>(op)].c_str(); }
+const char* to_string(Algorithm a) { return kAlgorithmNames[static_cast<size_t>(a)].c_str(); }
+
+std::optional<CollectiveOp> parse_collective_op(std::string_view name) {
+  for (size_t i = 0; i < kOpNames.size(); ++i) {
+    if (kOpNames[i] == name) return static_cast<CollectiveOp>(i);
+  }
+  return std::nullopt;
+}
+
+std::optional<Algorithm> parse_algorithm(std::string_view name) {
+  for (size_t i = 0; i < kAlgorithmNames.size(); ++i) {
+    if (kAlgorithmNames[i] == name) return static_cast<Algorithm>(i);
+  }
+  return std::nullopt;
+}
+
+double bus_factor(CollectiveOp op, int ranks) {
+  const double n = ranks;
+  switch (op) {
+    case CollectiveOp::all_reduce: return ranks > 1 ? 2.0 * (n - 1) / n : 0.0;
+    case CollectiveOp::all_gather:
+    case CollectiveOp::reduce_scatter:
+    case CollectiveOp::all_to_all: return ranks > 1 ? (n - 1) / n : 0.0;
+    case CollectiveOp::broadcast:
+    case CollectiveOp::reduce:
+    case CollectiveOp::send_recv: return 1.0;
+  }
+  return 1.0;
+}
+
+std::vector<Algorithm> algorithms_for(CollectiveOp op) {
+  switch (op) {
+    case CollectiveOp::all_reduce:
+      return {Algorithm::ring, Algorithm::tree, Algorithm::hierarchical, Algorithm::nvls};
+    case CollectiveOp::all_gather:
+    case CollectiveOp::reduce_scatter:
+    case CollectiveOp::broadcast:
+    case CollectiveOp::reduce: return {Algorithm::ring};
+    case CollectiveOp::all_to_all:
+    case CollectiveOp::send_recv: return {Algorithm::direct};
+  }
+  return {};
+}
+
+}  // namespace prismsim

@@ -1,0 +1,68 @@
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "collectives/collective.hpp"
+
+namespace prismsim {
+
+/// Where the members of a collective group sit: for each group position, its node (numbered
+/// across the platform) and its slot in the node.
+struct GroupLayout {
+  std::vector<int> node;
+  std::vector<int> local;
+
+  int size() const { return static_cast<int>(node.size()); }
+  /// True when every member shares one node.
+  bool single_node() const;
+  /// Members per node when every node present holds the same number of members with the same
+  /// local slots; 0 otherwise.
+  int uniform_members_per_node() const;
+};
+
+/// The schedule of one collective call: per group position, a sequence of steps. Plans are
+/// pure; the runtime executes them (see runtime/collective_runtime).
+class CollectivePlan {
+ public:
+  virtual ~CollectivePlan() = default;
+  /// Steps position `pos` runs (some may be empty).
+  virtual int step_count(int pos) const = 0;
+  /// Fills `out` with step `index` of position `pos`.
+  virtual void step(int pos, int index, CommStep& out) const = 0;
+  /// Per phase (one step of the coarse plan): the message latencies in sequence on the critical
+  /// path of the full algorithm. A coarse plan simulates one per phase and adds the rest.
+  virtual std::vector<int> phase_latency_steps() const = 0;
+};
+
+/// Builds plans for one group. Holds the ring orders (one per channel) and trees, which depend only
+/// on the group, so that plans for many sizes are cheap.
+class CollectivePlanner {
+ public:
+  /// `channels` rings; channel c enters each node at its c-th member (NCCL-style, so that the
+  /// rings' inter-node hops spread over the nodes' NICs).
+  CollectivePlanner(GroupLayout layout, int channels);
+
+  const GroupLayout& layout() const { return layout_; }
+  int channels() const { return static_cast<int>(ring_order_.size()); }
+  /// Whether `algorithm` can run `op` on this group (nvls also needs NVLink SHARP: `sharp`).
+  bool supports(CollectiveOp op, Algorithm algorithm, bool sharp) const;
+  /// The plan of `op` on `bytes` (nccl-tests' size convention) with `algorithm` (not automatic).
+  /// `coarse`: one flow per rank and phase. `root`: group position of broadcast/reduce roots.
+  std::unique_ptr<CollectivePlan> plan(CollectiveOp op, Algorithm algorithm, double bytes,
+                                       bool coarse, int root = 0) const;
+
+  /// Ring channel c: positions in ring order, and each position's index in it.
+  const std::vector<int>& ring(int c) const { return ring_order_[static_cast<size_t>(c)]; }
+  const std::vector<int>& ring_index(int c) const { return ring_index_[static_cast<size_t>(c)]; }
+
+ private:
+  GroupLayout layout_;
+  std::vector<std::vector<int>> ring_order_;
+  std::vector<std::vector<int>> ring_index_;
+};
+
+/// Chunks a pipelined chain or tree splits `bytes` into (about 512 KiB each, at most 64).
+int pipeline_chunks(double bytes);
+
+}  // namespace prismsim

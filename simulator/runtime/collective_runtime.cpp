@@ -1,0 +1,145 @@
+#include "runtime/collective_runtime.hpp"
+
+#include <algorithm>
+#include <cassert>
+#include <cmath>
+#include <limits>
+#include <string>
+
+#include <simgrid/s4u/Actor.hpp>
+#include <simgrid/s4u/Comm.hpp>
+
+namespace prismsim {
+namespace sg4 = simgrid::s4u;
+
+namespace {
+
+/// Mailbox payloads are never read: a transfer sends this address and receives into `sink`.
+int payload_tag = 0;
+int* sink = nullptr;
+
+GroupLayout layout_of(const std::vector<int>& gpus, const Topology& topology) {
+  GroupLayout layout;
+  for (int gpu : gpus) {
+    const GpuLocation where = topology.locate(gpu);
+    layout.node.push_back(where.node);
+    layout.local.push_back(where.local);
+  }
+  return layout;
+}
+
+}  // namespace
+
+GroupRuntime::GroupRuntime(int id, std::vector<int> gpu_of_position, const Topology& topology,
+                           const PlatformSpec& platform, const EngineSpec& engine)
+    : id_(id),
+      gpu_of_position_(std::move(gpu_of_position)),
+      topology_(topology),
+      platform_(platform),
+      engine_(engine),
+      planner_(layout_of(gpu_of_position_, topology),
+               platform.collectives.channels > 0 ? platform.collectives.channels
+                                                 : platform.gpus_per_node),
+      barrier_(sg4::Barrier::create(static_cast<unsigned>(gpu_of_position_.size()))) {}
+
+sg4::Mailbox* GroupRuntime::edge(int from, int to) {
+  const uint64_t key = static_cast<uint64_t>(from) << 32 | static_cast<uint32_t>(to);
+  auto it = edges_.find(key);
+  if (it != edges_.end()) return it->second;
+  auto* mailbox = sg4::Mailbox::by_name("g" + std::to_string(id_) + ":" + std::to_string(from) +
+                                        ">" + std::to_string(to));
+  edges_.emplace(key, mailbox);
+  return mailbox;
+}
+
+const PreparedCollective& GroupRuntime::prepare(CollectiveOp op, double bytes,
+                                                Algorithm algorithm, int root) {
+  const auto key = std::make_tuple(static_cast<int>(op), bytes, static_cast<int>(algorithm), root);
+  auto found = prepared_.find(key);
+  if (found != prepared_.end()) return found->second;
+
+  PreparedCollective call;
+  call.op = op;
+  const auto& tuning = platform_.collectives;
+  const int n = size();
+  if (n < 2) {
+    // One member: NCCL copies the buffer on the device (read and write once each).
+    call.local_copy_s = tuning.launch_latency_s +
+                        2.0 * bytes / (platform_.gpu.memory_bandwidth_Bps * tuning.local_copy_efficiency);
+    call.predicted_s = call.local_copy_s;
+    call.protocol = &tuning.protocols.front();
+    return prepared_.emplace(key, std::move(call)).first->second;
+  }
+
+  std::vector<Algorithm> candidates;
+  if (algorithm == Algorithm::automatic) {
+    for (Algorithm a : algorithms_for(op)) {
+      if (planner_.supports(op, a, platform_.nvls)) candidates.push_back(a);
+    }
+  } else {
+    candidates.push_back(algorithm);
+  }
+  double best = std::numeric_limits<double>::infinity();
+  for (Algorithm a : candidates) {
+    auto coarse_plan = planner_.plan(op, a, bytes, true, root);
+    auto phases = estimate_phases(*coarse_plan, n, gpu_of_position_, topology_);
+    for (const auto& protocol : tuning.protocols) {
+      const double t = predicted_seconds(phases, tuning.launch_latency_s,
+                                         protocol.bandwidth_efficiency, protocol.step_latency_s);
+      if (t < best) {
+        best = t;
+        call.algorithm = a;
+        call.protocol = &protocol;
+        call.phases = phases;
+      }
+    }
+  }
+  call.predicted_s = best;
+  call.coarse = engine_.collective_fidelity == CollectiveFidelity::coarse ||
+                (engine_.collective_fidelity == CollectiveFidelity::automatic &&
+                 n > engine_.step_fidelity_max_ranks);
+  call.plan = planner_.plan(op, call.algorithm, bytes, call.coarse, root);
+  return prepared_.emplace(key, std::move(call)).first->second;
+}
+
+void GroupRuntime::run(int position, const PreparedCollective& call, EventCounters& counters) {
+  if (call.local_copy_s > 0 || size() < 2) {
+    sg4::this_actor::sleep_for(call.local_copy_s);
+    return;
+  }
+  const ProtocolSpec& protocol = *call.protocol;
+  const auto& tuning = platform_.collectives;
+  if (tuning.launch_latency_s > 0) sg4::this_actor::sleep_for(tuning.launch_latency_s);
+
+  CommStep step;
+  std::vector<sg4::CommPtr> comms;
+  const int steps = call.plan->step_count(position);
+  int latency_steps_taken = 0;
+  for (int index = 0; index < steps; ++index) {
+    call.plan->step(position, index, step);
+    comms.clear();
+    for (const Send& send : step.sends) {
+      const auto bytes = static_cast<uint64_t>(std::llround(send.bytes / protocol.bandwidth_efficiency));
+      comms.push_back(edge(position, send.peer)->put_async(&payload_tag, bytes));
+    }
+    for (int peer : step.recvs) comms.push_back(edge(peer, position)->get_async<int>(&sink));
+    if (!comms.empty()) {
+      sg4::Comm::wait_all(comms);
+      counters.transfers += step.sends.size();
+      ++latency_steps_taken;
+    }
+    if (call.coarse) {
+      // The phase ends for everyone with its slowest member; the algorithm's other message
+      // latencies (and the protocol's per-step cost) are added analytically.
+      const PhaseCost& phase = call.phases[static_cast<size_t>(index)];
+      barrier_->wait();
+      sg4::this_actor::sleep_for(std::max(0, phase.latency_steps - 1) * phase.max_hop_latency_s +
+                                 phase.latency_steps * protocol.step_latency_s);
+    }
+  }
+  if (!call.coarse && protocol.step_latency_s > 0) {
+    sg4::this_actor::sleep_for(latency_steps_taken * protocol.step_latency_s);
+  }
+}
+
+}  // namespace prismsim

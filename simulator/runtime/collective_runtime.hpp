@@ -1,0 +1,68 @@
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <tuple>
+#include <unordered_map>
+#include <vector>
+
+#include <simgrid/s4u/Barrier.hpp>
+#include <simgrid/s4u/Mailbox.hpp>
+
+#include "collectives/cost_model.hpp"
+#include "collectives/plan.hpp"
+#include "config/scenario.hpp"
+#include "platform/topology.hpp"
+
+namespace prismsim {
+
+/// Counts of simulated activities, for events-per-second figures.
+struct EventCounters {
+  uint64_t executions = 0;
+  uint64_t transfers = 0;
+};
+
+/// One collective call, resolved: the plan to run and how.
+struct PreparedCollective {
+  CollectiveOp op = CollectiveOp::all_reduce;
+  Algorithm algorithm = Algorithm::ring;
+  const ProtocolSpec* protocol = nullptr;
+  bool coarse = false;
+  std::unique_ptr<CollectivePlan> plan;
+  std::vector<PhaseCost> phases;  ///< of the coarse form
+  double predicted_s = 0;         ///< the cost model's duration
+  double local_copy_s = 0;        ///< one-member groups: the device copy instead of a plan
+};
+
+/// A collective group inside a simulation: its members' GPUs, one mailbox per directed edge used,
+/// and the plans of the calls it has seen (shared by all members).
+class GroupRuntime {
+ public:
+  GroupRuntime(int id, std::vector<int> gpu_of_position, const Topology& topology,
+               const PlatformSpec& platform, const EngineSpec& engine);
+
+  int size() const { return planner_.layout().size(); }
+
+  /// Chooses algorithm, protocol and fidelity for a call (cached; pure with respect to SimGrid).
+  const PreparedCollective& prepare(CollectiveOp op, double bytes, Algorithm algorithm,
+                                    int root = 0);
+
+  /// Runs, in the calling actor, member `position`'s part of `call`.
+  void run(int position, const PreparedCollective& call, EventCounters& counters);
+
+ private:
+  simgrid::s4u::Mailbox* edge(int from, int to);
+
+  int id_;
+  std::vector<int> gpu_of_position_;
+  const Topology& topology_;
+  const PlatformSpec& platform_;
+  const EngineSpec& engine_;
+  CollectivePlanner planner_;
+  simgrid::s4u::BarrierPtr barrier_;
+  std::unordered_map<uint64_t, simgrid::s4u::Mailbox*> edges_;
+  std::map<std::tuple<int, double, int, int>, PreparedCollective> prepared_;
+};
+
+}  // namespace prismsim
