@@ -11,6 +11,8 @@
 #include <boost/program_options.hpp>
 #include <fmt/format.h>
 
+#include "app/cli_errors.hpp"
+#include "app/collective_command.hpp"
 #include "config/scenario_loader.hpp"
 #include "core/diagnostics.hpp"
 #include "montecarlo/replications.hpp"
@@ -31,11 +33,9 @@ const char* const kUsage =
     "usage: prismsim run SCENARIO.yaml [--out DIR] [--runs N] [--seed S] [--jobs J]\n"
     "                    [--set PATH=VALUE]...\n"
     "       prismsim check SCENARIO.yaml [--set PATH=VALUE]...\n"
+    "       prismsim collective --platform PLATFORM.yaml --op OP --gpus N [options]\n"
+    "                    (nccl-tests style sweep; prismsim collective --help)\n"
     "       prismsim --help | --version\n";
-
-struct UsageError : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
 
 struct Options {
   std::string command;
@@ -153,6 +153,7 @@ Options parse_command_line(int argc, char** argv, bool* handled) {
 
 int main(int argc, char** argv) {
   try {
+    if (argc >= 2 && std::string(argv[1]) == "collective") return collective_command(argc - 1, argv + 1);
     bool handled = false;
     const Options options = parse_command_line(argc, argv, &handled);
     if (handled) return kExitOk;

@@ -42,8 +42,7 @@ struct Send {
   double bytes = 0;
 };
 
-/// What one rank does in one step of a collective: post every send and receive at once, then wait
-/// for all of them.
+/// What one rank does in one step or phase of a collective (see CollectivePlan).
 struct CommStep {
   std::vector<Send> sends;
   std::vector<int> recvs;  ///< group positions this rank receives one message from

@@ -4,10 +4,10 @@
 
 namespace prismsim {
 
-std::vector<PhaseCost> estimate_phases(const CollectivePlan& coarse_plan, int group_size,
+std::vector<PhaseCost> estimate_phases(const CollectivePlan& plan, int group_size,
                                        const std::vector<int>& gpu_of_position,
                                        const Topology& topology) {
-  const auto latency_steps = coarse_plan.phase_latency_steps();
+  const auto latency_steps = plan.phase_latency_steps();
   std::vector<PhaseCost> phases(latency_steps.size());
   std::vector<double> load(topology.links().size(), 0.0);
   std::vector<int> touched;
@@ -17,8 +17,7 @@ std::vector<PhaseCost> estimate_phases(const CollectivePlan& coarse_plan, int gr
     PhaseCost& cost = phases[phase];
     cost.latency_steps = latency_steps[phase];
     for (int pos = 0; pos < group_size; ++pos) {
-      if (static_cast<int>(phase) >= coarse_plan.step_count(pos)) continue;
-      coarse_plan.step(pos, static_cast<int>(phase), step);
+      plan.phase(pos, static_cast<int>(phase), step);
       const int src = gpu_of_position[static_cast<size_t>(pos)];
       for (const Send& send : step.sends) {
         const int dst = gpu_of_position[static_cast<size_t>(send.peer)];

@@ -14,8 +14,8 @@ struct PhaseCost {
   int latency_steps = 0;         ///< sequential message latencies in the full algorithm
 };
 
-/// Costs each phase of `coarse_plan` for a group whose position p runs on GPU gpu_of_position[p].
-std::vector<PhaseCost> estimate_phases(const CollectivePlan& coarse_plan, int group_size,
+/// Costs each coarse phase of `plan` for a group whose position p runs on GPU gpu_of_position[p].
+std::vector<PhaseCost> estimate_phases(const CollectivePlan& plan, int group_size,
                                        const std::vector<int>& gpu_of_position,
                                        const Topology& topology);
 

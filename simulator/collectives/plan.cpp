@@ -30,147 +30,165 @@ int pipeline_chunks(double bytes) {
 
 namespace {
 
-/// Ring collectives over several channels, each moving 1/channels of the data.
+/// A ring position's neighbours.
+struct Neighbours {
+  int next;
+  int prev;
+};
+
+/// Ring collectives over several channels, each moving 1/channels of the data. All-reduce,
+/// all-gather and reduce-scatter pass chunks around the ring; broadcast and reduce pipeline
+/// chunks along a chain from (or to) the root.
 class RingPlan final : public CollectivePlan {
  public:
-  RingPlan(const CollectivePlanner& planner, CollectiveOp op, double bytes, bool coarse, int root)
-      : planner_(planner), op_(op), coarse_(coarse), root_(root) {
-    const int n = planner.layout().size();
+  RingPlan(const CollectivePlanner& planner, CollectiveOp op, double bytes, int root)
+      : planner_(planner), op_(op), root_(root), n_(planner.layout().size()) {
     const double per_channel = bytes / planner.channels();
     switch (op) {
       case CollectiveOp::all_reduce:
-        steps_ = 2 * (n - 1);
-        chunk_ = per_channel / n;
+        steps_ = 2 * (n_ - 1);
+        chunk_ = per_channel / n_;
         break;
       case CollectiveOp::all_gather:
       case CollectiveOp::reduce_scatter:
-        steps_ = n - 1;
-        chunk_ = per_channel / n;
+        steps_ = n_ - 1;
+        chunk_ = per_channel / n_;
         break;
-      default:  // broadcast and reduce: a pipelined chain along the ring
-        chunks_ = pipeline_chunks(per_channel);
-        steps_ = chunks_ + 1;
-        chunk_ = per_channel / chunks_;
+      default:
         chain_ = true;
+        chunks_ = pipeline_chunks(per_channel);
+        chunk_ = per_channel / chunks_;
         break;
     }
   }
 
-  int step_count(int) const override { return coarse_ ? 1 : steps_; }
-
+  int phases() const override { return 1; }
   std::vector<int> phase_latency_steps() const override {
-    const int n = planner_.layout().size();
-    return {chain_ ? n - 1 + chunks_ - 1 : steps_};
+    return {chain_ ? n_ - 1 + chunks_ - 1 : steps_};
+  }
+  void phase(int pos, int, CommStep& out) const override {
+    out.clear();
+    for (int c = 0; c < planner_.channels(); ++c) {
+      const Neighbours nb = neighbours(pos, c);
+      if (!chain_) {
+        out.sends.push_back({nb.next, chunk_ * steps_});
+        out.recvs.push_back(nb.prev);
+        continue;
+      }
+      const Chain ch = chain(pos, c);
+      if (!ch.last) out.sends.push_back({ch.downstream, chunk_ * chunks_});
+      if (!ch.first) out.recvs.push_back(ch.upstream);
+    }
   }
 
-  void step(int pos, int index, CommStep& out) const override {
+  int lanes() const override { return planner_.channels(); }
+  int step_count(int, int) const override { return chain_ ? chunks_ : steps_ + 1; }
+  void step(int pos, int lane, int index, CommStep& out) const override {
     out.clear();
-    const int n = planner_.layout().size();
-    for (int c = 0; c < planner_.channels(); ++c) {
-      const auto& order = planner_.ring(c);
-      const int i = planner_.ring_index(c)[static_cast<size_t>(pos)];
-      const int next = order[static_cast<size_t>((i + 1) % n)];
-      const int prev = order[static_cast<size_t>((i + n - 1) % n)];
-      if (!chain_) {
-        out.sends.push_back({next, coarse_ ? chunk_ * steps_ : chunk_});
-        out.recvs.push_back(prev);
-        continue;
-      }
-      // Chain: broadcast flows from the root along the ring; reduce flows towards the root.
-      const int root_index = planner_.ring_index(c)[static_cast<size_t>(root_)];
-      const bool forward = op_ == CollectiveOp::broadcast;
-      const int distance = forward ? (i - root_index + n) % n : (root_index - i + n) % n;
-      const int downstream = forward ? next : prev;
-      const int upstream = forward ? prev : next;
-      const bool first = distance == 0;
-      const bool last = distance == n - 1;
-      if (coarse_) {
-        if (!last) out.sends.push_back({downstream, chunk_ * chunks_});
-        if (!first) out.recvs.push_back(upstream);
-        continue;
-      }
-      // Step j: receive chunk j, pass on chunk j-1 (the first member sends chunk j at step j).
-      if (first) {
-        if (index < chunks_) out.sends.push_back({downstream, chunk_});
-        continue;
-      }
-      if (index < chunks_) out.recvs.push_back(upstream);
-      if (!last && index >= 1) out.sends.push_back({downstream, chunk_});
+    if (!chain_) {
+      // Step 0 sends this rank's first chunk; each later step receives one and passes one on.
+      const Neighbours nb = neighbours(pos, lane);
+      if (index > 0) out.recvs.push_back(nb.prev);
+      if (index < steps_) out.sends.push_back({nb.next, chunk_});
+      return;
     }
+    // Step j handles chunk j: receive it from upstream, then pass it downstream.
+    const Chain ch = chain(pos, lane);
+    if (!ch.first) out.recvs.push_back(ch.upstream);
+    if (!ch.last) out.sends.push_back({ch.downstream, chunk_});
   }
 
  private:
+  struct Chain {
+    bool first, last;
+    int upstream, downstream;
+  };
+
+  Neighbours neighbours(int pos, int c) const {
+    const auto& order = planner_.ring(c);
+    const int i = planner_.ring_index(c)[static_cast<size_t>(pos)];
+    return {order[static_cast<size_t>((i + 1) % n_)], order[static_cast<size_t>((i + n_ - 1) % n_)]};
+  }
+
+  /// Broadcast flows from the root along the ring; reduce flows towards the root.
+  Chain chain(int pos, int c) const {
+    const Neighbours nb = neighbours(pos, c);
+    const int i = planner_.ring_index(c)[static_cast<size_t>(pos)];
+    const int r = planner_.ring_index(c)[static_cast<size_t>(root_)];
+    const bool forward = op_ == CollectiveOp::broadcast;
+    const int distance = forward ? (i - r + n_) % n_ : (r - i + n_) % n_;
+    return {distance == 0, distance == n_ - 1, forward ? nb.prev : nb.next,
+            forward ? nb.next : nb.prev};
+  }
+
   const CollectivePlanner& planner_;
   CollectiveOp op_;
-  bool coarse_;
   int root_;
+  int n_;
   int steps_ = 0;
   int chunks_ = 1;
   double chunk_ = 0;
   bool chain_ = false;
 };
 
-/// Double binary tree all-reduce: two trees each reduce then broadcast half of the data, in
-/// pipelined chunks; a rank inside one tree is a leaf of the other.
+/// Double binary tree all-reduce: two trees each reduce then broadcast half of the data in
+/// pipelined chunks; tree 1 mirrors tree 0's positions, so a rank inside one tree is (mostly) a
+/// leaf of the other. Each tree is one lane.
 class TreePlan final : public CollectivePlan {
  public:
-  TreePlan(int n, double bytes, bool coarse) : n_(n), coarse_(coarse) {
+  TreePlan(int n, double bytes) : n_(n) {
     chunks_ = pipeline_chunks(bytes / 2);
     chunk_ = bytes / 2 / chunks_;
     for (int d = 1; d < n; d *= 2) ++depth_;
   }
 
-  int step_count(int) const override { return coarse_ ? 1 : 2 * (chunks_ + 1); }
+  int phases() const override { return 1; }
   std::vector<int> phase_latency_steps() const override { return {2 * depth_ + chunks_ - 1}; }
-
-  void step(int pos, int index, CommStep& out) const override {
+  void phase(int pos, int, CommStep& out) const override {
     out.clear();
     for (int tree = 0; tree < 2; ++tree) {
-      // Tree 0 is the heap-ordered binary tree; tree 1 mirrors the positions.
-      auto to_tree = [&](int p) { return tree == 0 ? p : n_ - 1 - p; };
-      const int me = to_tree(pos);
-      const int parent = me == 0 ? -1 : to_tree((me - 1) / 2);
-      std::vector<int> children;
-      for (int child = 2 * me + 1; child <= 2 * me + 2 && child < n_; ++child) {
-        children.push_back(to_tree(child));
-      }
-      if (coarse_) {
-        const double half = chunk_ * chunks_;
-        if (parent >= 0) out.sends.push_back({parent, half});
-        for (int child : children) out.sends.push_back({child, half});
-        for (int child : children) out.recvs.push_back(child);
-        if (parent >= 0) out.recvs.push_back(parent);
-        continue;
-      }
-      const bool reducing = index <= chunks_;
-      const int j = reducing ? index : index - (chunks_ + 1);
-      if (reducing) {
-        // Reduce: receive chunk j from the children, send chunk j-1 up (leaves send chunk j).
-        if (children.empty()) {
-          if (j < chunks_ && parent >= 0) out.sends.push_back({parent, chunk_});
-        } else {
-          if (j < chunks_) out.recvs.insert(out.recvs.end(), children.begin(), children.end());
-          if (parent >= 0 && j >= 1) out.sends.push_back({parent, chunk_});
-        }
-      } else {
-        // Broadcast: receive chunk j from the parent, send chunk j-1 down (the root sends j).
-        if (parent < 0) {
-          if (j < chunks_) {
-            for (int child : children) out.sends.push_back({child, chunk_});
-          }
-        } else {
-          if (j < chunks_) out.recvs.push_back(parent);
-          if (j >= 1) {
-            for (int child : children) out.sends.push_back({child, chunk_});
-          }
-        }
-      }
+      const Node node = node_of(pos, tree);
+      const double half = chunk_ * chunks_;
+      if (node.parent >= 0) out.sends.push_back({node.parent, half});
+      for (int child : node.children) out.sends.push_back({child, half});
+      out.recvs.insert(out.recvs.end(), node.children.begin(), node.children.end());
+      if (node.parent >= 0) out.recvs.push_back(node.parent);
+    }
+  }
+
+  int lanes() const override { return 2; }
+  int step_count(int, int) const override { return 2 * chunks_; }
+  void step(int pos, int lane, int index, CommStep& out) const override {
+    out.clear();
+    const Node node = node_of(pos, lane);
+    if (index < chunks_) {
+      // Reduce chunk `index`: from the children, then up to the parent.
+      out.recvs = node.children;
+      if (node.parent >= 0) out.sends.push_back({node.parent, chunk_});
+    } else {
+      // Broadcast it: from the parent, then down to the children.
+      if (node.parent >= 0) out.recvs.push_back(node.parent);
+      for (int child : node.children) out.sends.push_back({child, chunk_});
     }
   }
 
  private:
+  struct Node {
+    int parent;
+    std::vector<int> children;
+  };
+
+  Node node_of(int pos, int tree) const {
+    auto to_tree = [&](int p) { return tree == 0 ? p : n_ - 1 - p; };
+    const int me = to_tree(pos);
+    Node node{me == 0 ? -1 : to_tree((me - 1) / 2), {}};
+    for (int child = 2 * me + 1; child <= 2 * me + 2 && child < n_; ++child) {
+      node.children.push_back(to_tree(child));
+    }
+    return node;
+  }
+
   int n_;
-  bool coarse_;
   int chunks_ = 1;
   int depth_ = 0;
   double chunk_ = 0;
@@ -180,94 +198,95 @@ class TreePlan final : public CollectivePlan {
 /// shard among the members of one slot across nodes (one ring per rail), ring all-gather in node.
 class HierarchicalPlan final : public CollectivePlan {
  public:
-  HierarchicalPlan(const GroupLayout& layout, double bytes, bool coarse)
-      : coarse_(coarse), bytes_(bytes) {
-    const int n = layout.size();
-    for (int pos = 0; pos < n; ++pos) {
-      by_node_[layout.node[pos]].push_back(pos);
-      by_slot_[layout.local[pos]].push_back(pos);
+  HierarchicalPlan(const GroupLayout& layout, double bytes) : bytes_(bytes) {
+    std::map<int, std::vector<int>> by_node, by_slot;
+    for (int pos = 0; pos < layout.size(); ++pos) {
+      by_node[layout.node[pos]].push_back(pos);
+      by_slot[layout.local[pos]].push_back(pos);
     }
-    per_node_ = static_cast<int>(by_node_.begin()->second.size());
-    nodes_ = static_cast<int>(by_node_.size());
-    index_in_node_.assign(static_cast<size_t>(n), 0);
-    index_in_slot_.assign(static_cast<size_t>(n), 0);
-    node_of_.assign(static_cast<size_t>(n), 0);
-    slot_of_.assign(static_cast<size_t>(n), 0);
-    for (auto& [node, members] : by_node_) {
-      for (size_t i = 0; i < members.size(); ++i) {
-        index_in_node_[members[i]] = static_cast<int>(i);
-        node_of_[members[i]] = node;
-      }
-    }
-    for (auto& [slot, members] : by_slot_) {
-      for (size_t i = 0; i < members.size(); ++i) {
-        index_in_slot_[members[i]] = static_cast<int>(i);
-        slot_of_[members[i]] = slot;
+    per_node_ = static_cast<int>(by_node.begin()->second.size());
+    nodes_ = static_cast<int>(by_node.size());
+    in_node_.resize(static_cast<size_t>(layout.size()));
+    in_slot_.resize(static_cast<size_t>(layout.size()));
+    for (const auto& groups : {&by_node, &by_slot}) {
+      auto& neighbours = groups == &by_node ? in_node_ : in_slot_;
+      for (const auto& [key, members] : *groups) {
+        const size_t k = members.size();
+        for (size_t i = 0; i < k; ++i) {
+          neighbours[static_cast<size_t>(members[i])] = {members[(i + 1) % k],
+                                                         members[(i + k - 1) % k]};
+        }
       }
     }
   }
 
-  int intra_steps() const { return per_node_ - 1; }
-  int inter_steps() const { return 2 * (nodes_ - 1); }
-
-  int step_count(int) const override {
-    return coarse_ ? 3 : 2 * intra_steps() + inter_steps();
-  }
+  int phases() const override { return 3; }
   std::vector<int> phase_latency_steps() const override {
-    return {intra_steps(), inter_steps(), intra_steps()};
+    return {per_node_ - 1, 2 * (nodes_ - 1), per_node_ - 1};
+  }
+  void phase(int pos, int index, CommStep& out) const override {
+    out.clear();
+    const Neighbours nb = index == 1 ? in_slot_[static_cast<size_t>(pos)] : in_node_[static_cast<size_t>(pos)];
+    const double shard = bytes_ / per_node_;
+    const double volume = index == 1 ? 2.0 * (nodes_ - 1) / nodes_ * shard : shard * (per_node_ - 1);
+    out.sends.push_back({nb.next, volume});
+    out.recvs.push_back(nb.prev);
   }
 
-  void step(int pos, int index, CommStep& out) const override {
+  int lanes() const override { return 1; }
+  int step_count(int, int) const override { return 2 * per_node_ + 2 * (nodes_ - 1) + 1; }
+  void step(int pos, int, int index, CommStep& out) const override {
     out.clear();
-    const auto& node_ring = by_node_.at(node_of_[pos]);
-    const auto& slot_ring = by_slot_.at(slot_of_[pos]);
-    int phase = 0;
-    if (coarse_) {
-      phase = index;
-    } else if (index >= intra_steps() + inter_steps()) {
-      phase = 2;
-    } else if (index >= intra_steps()) {
-      phase = 1;
-    }
+    // Three rings in sequence: S steps move one chunk each, as steps 0..S of a ring plan.
     const double shard = bytes_ / per_node_;
-    if (phase == 1) {
-      if (nodes_ < 2) return;
-      const int i = index_in_slot_[pos];
-      const double chunk = shard / nodes_;
-      out.sends.push_back({slot_ring[static_cast<size_t>((i + 1) % nodes_)],
-                           coarse_ ? chunk * inter_steps() : chunk});
-      out.recvs.push_back(slot_ring[static_cast<size_t>((i + nodes_ - 1) % nodes_)]);
-      return;
+    const int intra = per_node_ - 1;
+    const int inter = 2 * (nodes_ - 1);
+    int ring_steps = intra;
+    int i = index;
+    Neighbours nb = in_node_[static_cast<size_t>(pos)];
+    double chunk = shard;
+    if (i > intra) {
+      i -= intra + 1;
+      ring_steps = inter;
+      nb = in_slot_[static_cast<size_t>(pos)];
+      chunk = shard / nodes_;
+      if (i > inter) {
+        i -= inter + 1;
+        ring_steps = intra;
+        nb = in_node_[static_cast<size_t>(pos)];
+        chunk = shard;
+      }
     }
-    if (per_node_ < 2) return;
-    const int i = index_in_node_[pos];
-    out.sends.push_back({node_ring[static_cast<size_t>((i + 1) % per_node_)],
-                         coarse_ ? shard * intra_steps() : shard});
-    out.recvs.push_back(node_ring[static_cast<size_t>((i + per_node_ - 1) % per_node_)]);
+    if (i > 0) out.recvs.push_back(nb.prev);
+    if (i < ring_steps) out.sends.push_back({nb.next, chunk});
   }
 
  private:
-  bool coarse_;
   double bytes_;
   int per_node_ = 1;
   int nodes_ = 1;
-  std::map<int, std::vector<int>> by_node_;
-  std::map<int, std::vector<int>> by_slot_;
-  std::vector<int> index_in_node_, index_in_slot_, node_of_, slot_of_;
+  std::vector<Neighbours> in_node_, in_slot_;
 };
 
 /// NVLink SHARP all-reduce inside one node: every GPU sends its buffer into the NVSwitch, which
-/// reduces and multicasts the result back; each GPU's link carries the buffer once each way.
+/// reduces and multicasts the result back: each GPU's link carries the buffer once each way,
+/// modelled as a shift by one position.
 class NvlsPlan final : public CollectivePlan {
  public:
   NvlsPlan(int n, double bytes) : n_(n), bytes_(bytes) {}
-  int step_count(int) const override { return 1; }
+  int phases() const override { return 1; }
   std::vector<int> phase_latency_steps() const override { return {1}; }
-  void step(int pos, int, CommStep& out) const override {
+  void phase(int pos, int, CommStep& out) const override {
     out.clear();
-    // A shift by one position loads each GPU's up and down NVLink with the buffer exactly once.
     out.sends.push_back({(pos + 1) % n_, bytes_});
     out.recvs.push_back((pos + n_ - 1) % n_);
+  }
+  int lanes() const override { return 1; }
+  int step_count(int, int) const override { return 2; }
+  void step(int pos, int, int index, CommStep& out) const override {
+    out.clear();
+    if (index == 0) out.sends.push_back({(pos + 1) % n_, bytes_});
+    else out.recvs.push_back((pos + n_ - 1) % n_);
   }
 
  private:
@@ -278,24 +297,29 @@ class NvlsPlan final : public CollectivePlan {
 /// All-to-all (pairwise exchange by shifts) and send/receive (a shift by one).
 class DirectPlan final : public CollectivePlan {
  public:
-  DirectPlan(CollectiveOp op, int n, double bytes, bool coarse)
-      : n_(n), coarse_(coarse), shifts_(op == CollectiveOp::all_to_all ? n - 1 : 1),
+  DirectPlan(CollectiveOp op, int n, double bytes)
+      : n_(n), shifts_(op == CollectiveOp::all_to_all ? n - 1 : 1),
         bytes_(op == CollectiveOp::all_to_all ? bytes / n : bytes) {}
-  int step_count(int) const override { return coarse_ ? 1 : shifts_; }
+  int phases() const override { return 1; }
   std::vector<int> phase_latency_steps() const override { return {shifts_}; }
-  void step(int pos, int index, CommStep& out) const override {
+  void phase(int pos, int, CommStep& out) const override {
     out.clear();
-    const int first = coarse_ ? 1 : index + 1;
-    const int last = coarse_ ? shifts_ : index + 1;
-    for (int shift = first; shift <= last; ++shift) {
+    for (int shift = 1; shift <= shifts_; ++shift) {
       out.sends.push_back({(pos + shift) % n_, bytes_});
       out.recvs.push_back((pos + n_ - shift) % n_);
     }
   }
+  int lanes() const override { return 1; }
+  int step_count(int, int) const override { return shifts_ + 1; }
+  void step(int pos, int, int index, CommStep& out) const override {
+    // Step s receives shift s and sends shift s + 1.
+    out.clear();
+    if (index > 0) out.recvs.push_back((pos + n_ - index) % n_);
+    if (index < shifts_) out.sends.push_back({(pos + index + 1) % n_, bytes_});
+  }
 
  private:
   int n_;
-  bool coarse_;
   int shifts_;
   double bytes_;
 };
@@ -345,15 +369,14 @@ bool CollectivePlanner::supports(CollectiveOp op, Algorithm algorithm, bool shar
 }
 
 std::unique_ptr<CollectivePlan> CollectivePlanner::plan(CollectiveOp op, Algorithm algorithm,
-                                                        double bytes, bool coarse,
-                                                        int root) const {
+                                                        double bytes, int root) const {
   const int n = layout_.size();
   switch (algorithm) {
-    case Algorithm::ring: return std::make_unique<RingPlan>(*this, op, bytes, coarse, root);
-    case Algorithm::tree: return std::make_unique<TreePlan>(n, bytes, coarse);
-    case Algorithm::hierarchical: return std::make_unique<HierarchicalPlan>(layout_, bytes, coarse);
+    case Algorithm::ring: return std::make_unique<RingPlan>(*this, op, bytes, root);
+    case Algorithm::tree: return std::make_unique<TreePlan>(n, bytes);
+    case Algorithm::hierarchical: return std::make_unique<HierarchicalPlan>(layout_, bytes);
     case Algorithm::nvls: return std::make_unique<NvlsPlan>(n, bytes);
-    case Algorithm::direct: return std::make_unique<DirectPlan>(op, n, bytes, coarse);
+    case Algorithm::direct: return std::make_unique<DirectPlan>(op, n, bytes);
     case Algorithm::automatic: break;
   }
   assert(false && "plan() needs a concrete algorithm");

@@ -21,18 +21,27 @@ struct GroupLayout {
   int uniform_members_per_node() const;
 };
 
-/// The schedule of one collective call: per group position, a sequence of steps. Plans are
-/// pure; the runtime executes them (see runtime/collective_runtime).
+/// The schedule of one collective call, in two forms that move the same data:
+/// - coarse: a few phases; in each, every rank posts all its sends and receives at once, and the
+///   group waits for its slowest member before the next phase;
+/// - step by step: independent lanes (ring channels, the two trees of a double binary tree); in
+///   each lane a rank runs its steps in order, and a step first receives, then sends.
+/// Plans are pure; the runtime executes them (see runtime/collective_runtime).
 class CollectivePlan {
  public:
   virtual ~CollectivePlan() = default;
-  /// Steps position `pos` runs (some may be empty).
-  virtual int step_count(int pos) const = 0;
-  /// Fills `out` with step `index` of position `pos`.
-  virtual void step(int pos, int index, CommStep& out) const = 0;
-  /// Per phase (one step of the coarse plan): the message latencies in sequence on the critical
-  /// path of the full algorithm. A coarse plan simulates one per phase and adds the rest.
+
+  virtual int phases() const = 0;
+  /// Fills `out` with phase `index` of position `pos`.
+  virtual void phase(int pos, int index, CommStep& out) const = 0;
+  /// Per phase: the message latencies in sequence on the critical path of the step-by-step
+  /// algorithm; a coarse run simulates one and adds the others.
   virtual std::vector<int> phase_latency_steps() const = 0;
+
+  virtual int lanes() const = 0;
+  virtual int step_count(int pos, int lane) const = 0;
+  /// Fills `out` with step `index` of lane `lane` of position `pos`.
+  virtual void step(int pos, int lane, int index, CommStep& out) const = 0;
 };
 
 /// Builds plans for one group. Holds the ring orders (one per channel) and trees, which depend only
@@ -48,9 +57,9 @@ class CollectivePlanner {
   /// Whether `algorithm` can run `op` on this group (nvls also needs NVLink SHARP: `sharp`).
   bool supports(CollectiveOp op, Algorithm algorithm, bool sharp) const;
   /// The plan of `op` on `bytes` (nccl-tests' size convention) with `algorithm` (not automatic).
-  /// `coarse`: one flow per rank and phase. `root`: group position of broadcast/reduce roots.
+  /// `root`: group position of broadcast and reduce roots.
   std::unique_ptr<CollectivePlan> plan(CollectiveOp op, Algorithm algorithm, double bytes,
-                                       bool coarse, int root = 0) const;
+                                       int root = 0) const;
 
   /// Ring channel c: positions in ring order, and each position's index in it.
   const std::vector<int>& ring(int c) const { return ring_order_[static_cast<size_t>(c)]; }

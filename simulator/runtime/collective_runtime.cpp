@@ -42,12 +42,13 @@ GroupRuntime::GroupRuntime(int id, std::vector<int> gpu_of_position, const Topol
                                                  : platform.gpus_per_node),
       barrier_(sg4::Barrier::create(static_cast<unsigned>(gpu_of_position_.size()))) {}
 
-sg4::Mailbox* GroupRuntime::edge(int from, int to) {
-  const uint64_t key = static_cast<uint64_t>(from) << 32 | static_cast<uint32_t>(to);
+sg4::Mailbox* GroupRuntime::edge(int from, int to, int lane) {
+  const uint64_t key = static_cast<uint64_t>(from) << 40 | static_cast<uint64_t>(to) << 16 |
+                       static_cast<uint64_t>(lane);
   auto it = edges_.find(key);
   if (it != edges_.end()) return it->second;
   auto* mailbox = sg4::Mailbox::by_name("g" + std::to_string(id_) + ":" + std::to_string(from) +
-                                        ">" + std::to_string(to));
+                                        ">" + std::to_string(to) + "#" + std::to_string(lane));
   edges_.emplace(key, mailbox);
   return mailbox;
 }
@@ -81,8 +82,8 @@ const PreparedCollective& GroupRuntime::prepare(CollectiveOp op, double bytes,
   }
   double best = std::numeric_limits<double>::infinity();
   for (Algorithm a : candidates) {
-    auto coarse_plan = planner_.plan(op, a, bytes, true, root);
-    auto phases = estimate_phases(*coarse_plan, n, gpu_of_position_, topology_);
+    auto plan = planner_.plan(op, a, bytes, root);
+    auto phases = estimate_phases(*plan, n, gpu_of_position_, topology_);
     for (const auto& protocol : tuning.protocols) {
       const double t = predicted_seconds(phases, tuning.launch_latency_s,
                                          protocol.bandwidth_efficiency, protocol.step_latency_s);
@@ -98,7 +99,7 @@ const PreparedCollective& GroupRuntime::prepare(CollectiveOp op, double bytes,
   call.coarse = engine_.collective_fidelity == CollectiveFidelity::coarse ||
                 (engine_.collective_fidelity == CollectiveFidelity::automatic &&
                  n > engine_.step_fidelity_max_ranks);
-  call.plan = planner_.plan(op, call.algorithm, bytes, call.coarse, root);
+  call.plan = planner_.plan(op, call.algorithm, bytes, root);
   return prepared_.emplace(key, std::move(call)).first->second;
 }
 
@@ -107,39 +108,90 @@ void GroupRuntime::run(int position, const PreparedCollective& call, EventCounte
     sg4::this_actor::sleep_for(call.local_copy_s);
     return;
   }
-  const ProtocolSpec& protocol = *call.protocol;
   const auto& tuning = platform_.collectives;
   if (tuning.launch_latency_s > 0) sg4::this_actor::sleep_for(tuning.launch_latency_s);
+  if (call.coarse) {
+    run_coarse(position, call, counters);
+  } else {
+    run_steps(position, call, counters);
+  }
+}
 
+uint64_t GroupRuntime::post_sends(int position, int lane, const CommStep& step,
+                                  const ProtocolSpec& protocol, std::vector<sg4::CommPtr>& sends) {
+  for (const Send& send : step.sends) {
+    const auto bytes = static_cast<uint64_t>(std::llround(send.bytes / protocol.bandwidth_efficiency));
+    sends.push_back(edge(position, send.peer, lane)->put_async(&payload_tag, bytes));
+  }
+  return step.sends.size();
+}
+
+void GroupRuntime::run_coarse(int position, const PreparedCollective& call,
+                              EventCounters& counters) {
+  const ProtocolSpec& protocol = *call.protocol;
   CommStep step;
   std::vector<sg4::CommPtr> comms;
-  const int steps = call.plan->step_count(position);
-  int latency_steps_taken = 0;
-  for (int index = 0; index < steps; ++index) {
-    call.plan->step(position, index, step);
+  for (int index = 0; index < call.plan->phases(); ++index) {
+    call.plan->phase(position, index, step);
     comms.clear();
-    for (const Send& send : step.sends) {
-      const auto bytes = static_cast<uint64_t>(std::llround(send.bytes / protocol.bandwidth_efficiency));
-      comms.push_back(edge(position, send.peer)->put_async(&payload_tag, bytes));
-    }
-    for (int peer : step.recvs) comms.push_back(edge(peer, position)->get_async<int>(&sink));
-    if (!comms.empty()) {
-      sg4::Comm::wait_all(comms);
-      counters.transfers += step.sends.size();
-      ++latency_steps_taken;
-    }
-    if (call.coarse) {
-      // The phase ends for everyone with its slowest member; the algorithm's other message
-      // latencies (and the protocol's per-step cost) are added analytically.
-      const PhaseCost& phase = call.phases[static_cast<size_t>(index)];
-      barrier_->wait();
-      sg4::this_actor::sleep_for(std::max(0, phase.latency_steps - 1) * phase.max_hop_latency_s +
-                                 phase.latency_steps * protocol.step_latency_s);
-    }
+    counters.transfers += post_sends(position, 0, step, protocol, comms);
+    for (int peer : step.recvs) comms.push_back(edge(peer, position, 0)->get_async<int>(&sink));
+    if (!comms.empty()) sg4::Comm::wait_all(comms);
+    // The phase ends for everyone with its slowest member; the algorithm's other message
+    // latencies (and the protocol's per-step cost) are added analytically.
+    const PhaseCost& phase = call.phases[static_cast<size_t>(index)];
+    barrier_->wait();
+    sg4::this_actor::sleep_for(std::max(0, phase.latency_steps - 1) * phase.max_hop_latency_s +
+                               phase.latency_steps * protocol.step_latency_s);
   }
-  if (!call.coarse && protocol.step_latency_s > 0) {
-    sg4::this_actor::sleep_for(latency_steps_taken * protocol.step_latency_s);
+}
+
+void GroupRuntime::run_steps(int position, const PreparedCollective& call,
+                             EventCounters& counters) {
+  // Lanes progress independently: a lane's step waits for its receives, then posts its sends.
+  // Sends complete on their own (as NCCL's do) and are awaited at the end.
+  const CollectivePlan& plan = *call.plan;
+  const ProtocolSpec& protocol = *call.protocol;
+  const int lanes = plan.lanes();
+  std::vector<int> next_step(static_cast<size_t>(lanes), 0);
+  std::vector<int> waiting(static_cast<size_t>(lanes), 0);
+  std::vector<sg4::CommPtr> sends, recvs;
+  std::vector<int> recv_lane;
+  std::vector<CommStep> current(static_cast<size_t>(lanes));
+  int most_steps = 0;
+
+  // Runs lane `lane` until it must wait for a message (or is done).
+  auto advance = [&](int lane) {
+    CommStep& step = current[static_cast<size_t>(lane)];
+    int& index = next_step[static_cast<size_t>(lane)];
+    while (true) {
+      if (waiting[static_cast<size_t>(lane)] == 0 && index > 0) {
+        counters.transfers += post_sends(position, lane, step, protocol, sends);
+      }
+      if (index >= plan.step_count(position, lane)) return;
+      plan.step(position, lane, index, step);
+      ++index;
+      for (int peer : step.recvs) {
+        recvs.push_back(edge(peer, position, lane)->get_async<int>(&sink));
+        recv_lane.push_back(lane);
+      }
+      waiting[static_cast<size_t>(lane)] = static_cast<int>(step.recvs.size());
+      if (!step.recvs.empty()) return;
+    }
+  };
+  for (int lane = 0; lane < lanes; ++lane) {
+    advance(lane);
+    most_steps = std::max(most_steps, plan.step_count(position, lane));
   }
+  while (!recvs.empty()) {
+    const auto done = static_cast<size_t>(sg4::Comm::wait_any(recvs));
+    const int lane = recv_lane[done];
+    recvs.erase(recvs.begin() + static_cast<std::ptrdiff_t>(done));
+    recv_lane.erase(recv_lane.begin() + static_cast<std::ptrdiff_t>(done));
+    if (--waiting[static_cast<size_t>(lane)] == 0) advance(lane);
+  }
+  if (!sends.empty()) sg4::Comm::wait_all(sends);
+  if (protocol.step_latency_s > 0) sg4::this_actor::sleep_for(most_steps * protocol.step_latency_s);
 }
 
 }  // namespace prismsim

@@ -25,12 +25,16 @@ struct EventCounters {
 
 /// One collective call, resolved: the plan to run and how.
 struct PreparedCollective {
+  PreparedCollective() = default;
+  PreparedCollective(PreparedCollective&&) = default;
+  PreparedCollective& operator=(PreparedCollective&&) = default;
+
   CollectiveOp op = CollectiveOp::all_reduce;
   Algorithm algorithm = Algorithm::ring;
   const ProtocolSpec* protocol = nullptr;
   bool coarse = false;
   std::unique_ptr<CollectivePlan> plan;
-  std::vector<PhaseCost> phases;  ///< of the coarse form
+  std::vector<PhaseCost> phases;  ///< of the plan's coarse form
   double predicted_s = 0;         ///< the cost model's duration
   double local_copy_s = 0;        ///< one-member groups: the device copy instead of a plan
 };
@@ -52,7 +56,12 @@ class GroupRuntime {
   void run(int position, const PreparedCollective& call, EventCounters& counters);
 
  private:
-  simgrid::s4u::Mailbox* edge(int from, int to);
+  /// The mailbox of messages from `from` to `to` in `lane` (positions in the group).
+  simgrid::s4u::Mailbox* edge(int from, int to, int lane);
+  void run_coarse(int position, const PreparedCollective& call, EventCounters& counters);
+  void run_steps(int position, const PreparedCollective& call, EventCounters& counters);
+  uint64_t post_sends(int position, int lane, const CommStep& step, const ProtocolSpec& protocol,
+                      std::vector<simgrid::s4u::CommPtr>& sends);
 
   int id_;
   std::vector<int> gpu_of_position_;
