@@ -1,6 +1,9 @@
 #include "collectives/cost_model.hpp"
 
+#include "config/scenario.hpp"
+
 #include <algorithm>
+#include <limits>
 
 namespace prismsim {
 
@@ -8,6 +11,7 @@ std::vector<PhaseCost> estimate_phases(const CollectivePlan& plan, int group_siz
                                        const std::vector<int>& gpu_of_position,
                                        const Topology& topology) {
   const auto latency_steps = plan.phase_latency_steps();
+  const auto fill = plan.phase_pipeline_fill();
   std::vector<PhaseCost> phases(latency_steps.size());
   std::vector<double> load(topology.links().size(), 0.0);
   std::vector<int> touched;
@@ -16,6 +20,7 @@ std::vector<PhaseCost> estimate_phases(const CollectivePlan& plan, int group_siz
   for (size_t phase = 0; phase < phases.size(); ++phase) {
     PhaseCost& cost = phases[phase];
     cost.latency_steps = latency_steps[phase];
+    cost.pipeline_fill = std::max(0.0, fill[phase]);
     for (int pos = 0; pos < group_size; ++pos) {
       plan.phase(pos, static_cast<int>(phase), step);
       const int src = gpu_of_position[static_cast<size_t>(pos)];
@@ -43,13 +48,52 @@ std::vector<PhaseCost> estimate_phases(const CollectivePlan& plan, int group_siz
 }
 
 double predicted_seconds(const std::vector<PhaseCost>& phases, double launch_latency_s,
-                         double bandwidth_efficiency, double step_latency_s) {
-  double total = launch_latency_s;
+                         const ProtocolSpec& protocol) {
+  double total = launch_latency_s + protocol.base_latency_s;
   for (const auto& phase : phases) {
-    total += phase.latency_steps * (phase.max_hop_latency_s + step_latency_s) +
-             phase.bandwidth_s / bandwidth_efficiency;
+    total += phase.latency_steps * (phase.max_hop_latency_s + protocol.step_latency_s) +
+             phase.bandwidth_s * (1.0 + phase.pipeline_fill) / protocol.bandwidth_efficiency;
   }
   return total;
+}
+
+CollectiveChoice choose_collective(const CollectivePlanner& planner,
+                                   const std::vector<int>& gpu_of_position,
+                                   const Topology& topology, const PlatformSpec& platform,
+                                   CollectiveOp op, double bytes, Algorithm forced, int root) {
+  const CollectiveTuning& tuning = platform.collectives;
+  CollectiveChoice choice;
+  choice.protocol = &tuning.protocols.front();
+  const int n = planner.layout().size();
+  if (n < 2) {
+    choice.local_copy = true;
+    choice.seconds = tuning.launch_latency_s +
+                     2.0 * bytes / (platform.gpu.memory_bandwidth_Bps * tuning.local_copy_efficiency);
+    return choice;
+  }
+  std::vector<Algorithm> candidates;
+  if (forced != Algorithm::automatic) {
+    candidates.push_back(forced);
+  } else {
+    for (Algorithm a : algorithms_for(op)) {
+      if (planner.supports(op, a, platform.nvls)) candidates.push_back(a);
+    }
+  }
+  choice.seconds = std::numeric_limits<double>::infinity();
+  for (Algorithm a : candidates) {
+    const auto plan = planner.plan(op, a, bytes, root);
+    auto phases = estimate_phases(*plan, n, gpu_of_position, topology);
+    for (const auto& protocol : tuning.protocols) {
+      const double t = predicted_seconds(phases, tuning.launch_latency_s, protocol);
+      if (t < choice.seconds) {
+        choice.seconds = t;
+        choice.algorithm = a;
+        choice.protocol = &protocol;
+        choice.phases = phases;
+      }
+    }
+  }
+  return choice;
 }
 
 }  // namespace prismsim

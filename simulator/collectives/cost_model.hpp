@@ -3,6 +3,7 @@
 #include <vector>
 
 #include "collectives/plan.hpp"
+#include "config/scenario.hpp"
 #include "platform/topology.hpp"
 
 namespace prismsim {
@@ -12,6 +13,7 @@ struct PhaseCost {
   double bandwidth_s = 0;        ///< busiest link: bytes it carries / its bandwidth
   double max_hop_latency_s = 0;  ///< largest route latency among the phase's messages
   int latency_steps = 0;         ///< sequential message latencies in the full algorithm
+  double pipeline_fill = 0;      ///< extra bandwidth time of a pipeline's fill, as a fraction
 };
 
 /// Costs each coarse phase of `plan` for a group whose position p runs on GPU gpu_of_position[p].
@@ -19,9 +21,28 @@ std::vector<PhaseCost> estimate_phases(const CollectivePlan& plan, int group_siz
                                        const std::vector<int>& gpu_of_position,
                                        const Topology& topology);
 
-/// Predicted duration: launch + per phase (latency_steps x (hop + step_latency) + bandwidth_s /
-/// efficiency). The same figure that selects algorithms and protocols and that calibration fits.
+/// Predicted duration: launch + protocol base latency + per phase (latency_steps x (hop +
+/// protocol step latency) + bandwidth_s / protocol efficiency). The figure that selects algorithms
+/// and protocols, and that calibration fits.
 double predicted_seconds(const std::vector<PhaseCost>& phases, double launch_latency_s,
-                         double bandwidth_efficiency, double step_latency_s);
+                         const ProtocolSpec& protocol);
+
+/// The algorithm and protocol a call runs with, and its predicted duration.
+struct CollectiveChoice {
+  Algorithm algorithm = Algorithm::ring;
+  const ProtocolSpec* protocol = nullptr;  ///< points into the platform's tuning
+  std::vector<PhaseCost> phases;
+  double seconds = 0;
+  bool local_copy = false;  ///< a one-member group: NCCL copies the buffer on the device
+};
+
+/// Picks the fastest (algorithm, protocol) by predicted_seconds among those that can run `op` on
+/// the planner's group (or only `forced`, unless automatic), as NCCL's tuner does. A one-member
+/// group is a device copy: read and write the buffer at the GPU's memory bandwidth x
+/// collectives.local_copy_efficiency.
+CollectiveChoice choose_collective(const CollectivePlanner& planner,
+                                   const std::vector<int>& gpu_of_position,
+                                   const Topology& topology, const PlatformSpec& platform,
+                                   CollectiveOp op, double bytes, Algorithm forced, int root = 0);
 
 }  // namespace prismsim

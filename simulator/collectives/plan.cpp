@@ -24,7 +24,7 @@ int GroupLayout::uniform_members_per_node() const {
 }
 
 int pipeline_chunks(double bytes) {
-  constexpr double kChunkBytes = 512.0 * 1024;
+  constexpr double kChunkBytes = 128.0 * 1024;
   return static_cast<int>(std::clamp(std::ceil(bytes / kChunkBytes), 1.0, 64.0));
 }
 
@@ -65,6 +65,9 @@ class RingPlan final : public CollectivePlan {
   int phases() const override { return 1; }
   std::vector<int> phase_latency_steps() const override {
     return {chain_ ? n_ - 1 + chunks_ - 1 : steps_};
+  }
+  std::vector<double> phase_pipeline_fill() const override {
+    return {chain_ ? static_cast<double>(n_ - 2) / chunks_ : 0.0};
   }
   void phase(int pos, int, CommStep& out) const override {
     out.clear();
@@ -144,6 +147,9 @@ class TreePlan final : public CollectivePlan {
 
   int phases() const override { return 1; }
   std::vector<int> phase_latency_steps() const override { return {2 * depth_ + chunks_ - 1}; }
+  std::vector<double> phase_pipeline_fill() const override {
+    return {static_cast<double>(2 * depth_ - 1) / chunks_};
+  }
   void phase(int pos, int, CommStep& out) const override {
     out.clear();
     for (int tree = 0; tree < 2; ++tree) {

@@ -37,6 +37,11 @@ class CollectivePlan {
   /// Per phase: the message latencies in sequence on the critical path of the step-by-step
   /// algorithm; a coarse run simulates one and adds the others.
   virtual std::vector<int> phase_latency_steps() const = 0;
+  /// Per phase: a pipelined algorithm's fill and drain, as a fraction of the phase's bandwidth
+  /// time (k chunks through s stages take (k + s - 1) chunk times: the fraction is (s - 1) / k).
+  virtual std::vector<double> phase_pipeline_fill() const {
+    return std::vector<double>(static_cast<size_t>(phases()), 0.0);
+  }
 
   virtual int lanes() const = 0;
   virtual int step_count(int pos, int lane) const = 0;
@@ -71,7 +76,7 @@ class CollectivePlanner {
   std::vector<std::vector<int>> ring_index_;
 };
 
-/// Chunks a pipelined chain or tree splits `bytes` into (about 512 KiB each, at most 64).
+/// Chunks a pipelined chain or tree splits `bytes` into (about 128 KiB each, at most 64).
 int pipeline_chunks(double bytes);
 
 }  // namespace prismsim

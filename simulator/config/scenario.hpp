@@ -73,10 +73,12 @@ struct WanLinkSpec {
   LinkSpec link;
 };
 
-/// One NCCL protocol: achievable fraction of link bandwidth and latency added per algorithm step.
+/// One NCCL protocol: achievable fraction of link bandwidth, a fixed latency per collective and a
+/// latency per algorithm step.
 struct ProtocolSpec {
   std::string name;
   double bandwidth_efficiency = 1.0;
+  double base_latency_s = 0;
   double step_latency_s = 0;
 };
 
@@ -85,7 +87,7 @@ struct CollectiveTuning {
   int channels = 0;                    ///< rings per collective; 0 = GPUs per node
   double launch_latency_s = 0;         ///< fixed cost of every collective
   double local_copy_efficiency = 1.0;  ///< one-GPU collectives copy at this fraction of HBM speed
-  std::vector<ProtocolSpec> protocols = {{"simple", 1.0, 0.0}};
+  std::vector<ProtocolSpec> protocols = {{"simple", 1.0, 0.0, 0.0}};
 };
 
 /// The hardware: GPUs, nodes, fabric, datacenters and the WAN between them.

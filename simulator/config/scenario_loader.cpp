@@ -92,6 +92,7 @@ CollectiveTuning read_collectives(MapReader& parent, int gpus_per_node) {
       ProtocolSpec protocol;
       assign(protocol.name, p.string("name", true));
       assign(protocol.bandwidth_efficiency, read_fraction(p, "bandwidth_efficiency"));
+      assign(protocol.base_latency_s, p.quantity("base_latency", false, units::parse_duration));
       assign(protocol.step_latency_s, p.quantity("step_latency", false, units::parse_duration));
       p.finish();
       tuning.protocols.push_back(protocol);

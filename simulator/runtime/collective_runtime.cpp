@@ -61,41 +61,17 @@ const PreparedCollective& GroupRuntime::prepare(CollectiveOp op, double bytes,
 
   PreparedCollective call;
   call.op = op;
-  const auto& tuning = platform_.collectives;
-  const int n = size();
-  if (n < 2) {
-    // One member: NCCL copies the buffer on the device (read and write once each).
-    call.local_copy_s = tuning.launch_latency_s +
-                        2.0 * bytes / (platform_.gpu.memory_bandwidth_Bps * tuning.local_copy_efficiency);
-    call.predicted_s = call.local_copy_s;
-    call.protocol = &tuning.protocols.front();
+  CollectiveChoice choice = choose_collective(planner_, gpu_of_position_, topology_, platform_, op,
+                                              bytes, algorithm, root);
+  call.algorithm = choice.algorithm;
+  call.protocol = choice.protocol;
+  call.phases = std::move(choice.phases);
+  call.predicted_s = choice.seconds;
+  if (choice.local_copy) {
+    call.local_copy_s = choice.seconds;
     return prepared_.emplace(key, std::move(call)).first->second;
   }
-
-  std::vector<Algorithm> candidates;
-  if (algorithm == Algorithm::automatic) {
-    for (Algorithm a : algorithms_for(op)) {
-      if (planner_.supports(op, a, platform_.nvls)) candidates.push_back(a);
-    }
-  } else {
-    candidates.push_back(algorithm);
-  }
-  double best = std::numeric_limits<double>::infinity();
-  for (Algorithm a : candidates) {
-    auto plan = planner_.plan(op, a, bytes, root);
-    auto phases = estimate_phases(*plan, n, gpu_of_position_, topology_);
-    for (const auto& protocol : tuning.protocols) {
-      const double t = predicted_seconds(phases, tuning.launch_latency_s,
-                                         protocol.bandwidth_efficiency, protocol.step_latency_s);
-      if (t < best) {
-        best = t;
-        call.algorithm = a;
-        call.protocol = &protocol;
-        call.phases = phases;
-      }
-    }
-  }
-  call.predicted_s = best;
+  const int n = size();
   call.coarse = engine_.collective_fidelity == CollectiveFidelity::coarse ||
                 (engine_.collective_fidelity == CollectiveFidelity::automatic &&
                  n > engine_.step_fidelity_max_ranks);
@@ -104,12 +80,12 @@ const PreparedCollective& GroupRuntime::prepare(CollectiveOp op, double bytes,
 }
 
 void GroupRuntime::run(int position, const PreparedCollective& call, EventCounters& counters) {
-  if (call.local_copy_s > 0 || size() < 2) {
+  if (size() < 2) {
     sg4::this_actor::sleep_for(call.local_copy_s);
     return;
   }
-  const auto& tuning = platform_.collectives;
-  if (tuning.launch_latency_s > 0) sg4::this_actor::sleep_for(tuning.launch_latency_s);
+  const double fixed_s = platform_.collectives.launch_latency_s + call.protocol->base_latency_s;
+  if (fixed_s > 0) sg4::this_actor::sleep_for(fixed_s);
   if (call.coarse) {
     run_coarse(position, call, counters);
   } else {
@@ -142,7 +118,8 @@ void GroupRuntime::run_coarse(int position, const PreparedCollective& call,
     const PhaseCost& phase = call.phases[static_cast<size_t>(index)];
     barrier_->wait();
     sg4::this_actor::sleep_for(std::max(0, phase.latency_steps - 1) * phase.max_hop_latency_s +
-                               phase.latency_steps * protocol.step_latency_s);
+                               phase.latency_steps * protocol.step_latency_s +
+                               phase.bandwidth_s * phase.pipeline_fill / protocol.bandwidth_efficiency);
   }
 }
 
@@ -158,7 +135,6 @@ void GroupRuntime::run_steps(int position, const PreparedCollective& call,
   std::vector<sg4::CommPtr> sends, recvs;
   std::vector<int> recv_lane;
   std::vector<CommStep> current(static_cast<size_t>(lanes));
-  int most_steps = 0;
 
   // Runs lane `lane` until it must wait for a message (or is done).
   auto advance = [&](int lane) {
@@ -179,10 +155,7 @@ void GroupRuntime::run_steps(int position, const PreparedCollective& call,
       if (!step.recvs.empty()) return;
     }
   };
-  for (int lane = 0; lane < lanes; ++lane) {
-    advance(lane);
-    most_steps = std::max(most_steps, plan.step_count(position, lane));
-  }
+  for (int lane = 0; lane < lanes; ++lane) advance(lane);
   while (!recvs.empty()) {
     const auto done = static_cast<size_t>(sg4::Comm::wait_any(recvs));
     const int lane = recv_lane[done];
@@ -191,7 +164,12 @@ void GroupRuntime::run_steps(int position, const PreparedCollective& call,
     if (--waiting[static_cast<size_t>(lane)] == 0) advance(lane);
   }
   if (!sends.empty()) sg4::Comm::wait_all(sends);
-  if (protocol.step_latency_s > 0) sg4::this_actor::sleep_for(most_steps * protocol.step_latency_s);
+  // The protocol's per-step cost, once per message on the algorithm's critical path.
+  if (protocol.step_latency_s > 0) {
+    int critical_steps = 0;
+    for (int steps : plan.phase_latency_steps()) critical_steps += steps;
+    sg4::this_actor::sleep_for(critical_steps * protocol.step_latency_s);
+  }
 }
 
 }  // namespace prismsim

@@ -1,0 +1,165 @@
+#include "nccl_fit.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numeric>
+
+#include "collectives/cost_model.hpp"
+#include "collectives/plan.hpp"
+#include "nelder_mead.hpp"
+#include "platform/topology.hpp"
+
+namespace prismsim {
+namespace {
+
+ProtocolSpec* protocol_named(PlatformSpec& p, const std::string& name) {
+  for (auto& protocol : p.collectives.protocols) {
+    if (protocol.name == name) return &protocol;
+  }
+  return nullptr;
+}
+
+// The optimiser works on unbounded values: fractions through a logistic, latencies through a
+// logistic of log10(seconds) between 1 ns and 1 ms.
+constexpr double kMinLog10 = -9, kMaxLog10 = -3;
+
+double logit(double u) {
+  u = std::clamp(u, 1e-9, 1.0 - 1e-9);
+  return std::log(u / (1.0 - u));
+}
+double logistic(double x) { return 1.0 / (1.0 + std::exp(-x)); }
+
+double to_free(const FitKnob& knob, double value) {
+  if (knob.fraction) return logit(value);
+  const double log10 = std::log10(std::max(value, 1e-12));
+  return logit((log10 - kMinLog10) / (kMaxLog10 - kMinLog10));
+}
+
+double from_free(const FitKnob& knob, double x) {
+  if (knob.fraction) return logistic(x);
+  return std::pow(10.0, kMinLog10 + (kMaxLog10 - kMinLog10) * logistic(x));
+}
+
+}  // namespace
+
+std::vector<FitKnob> collective_knobs(PlatformSpec& platform) {
+  auto& protocols = platform.collectives.protocols;
+  const std::vector<ProtocolSpec> defaults = {
+      {"LL", 0.4, 3e-6, 1e-6}, {"LL128", 0.8, 10e-6, 1e-6}, {"Simple", 1.0, 30e-6, 1e-6}};
+  std::vector<ProtocolSpec> ordered;
+  for (const auto& d : defaults) {
+    const ProtocolSpec* existing = protocol_named(platform, d.name);
+    ordered.push_back(existing ? *existing : d);
+  }
+  ordered[2].bandwidth_efficiency = 1.0;
+  protocols = ordered;
+  // Starting points for values left at their "no calibration" defaults.
+  if (platform.collectives.launch_latency_s <= 0) platform.collectives.launch_latency_s = 4e-6;
+  if (platform.nvlink.efficiency >= 1.0) platform.nvlink.efficiency = 0.8;
+  if (platform.nic.efficiency >= 1.0) platform.nic.efficiency = 0.8;
+  if (platform.collectives.local_copy_efficiency >= 1.0) platform.collectives.local_copy_efficiency = 0.8;
+  return {
+      {"node.nvlink.efficiency", true, [](PlatformSpec& p) { return &p.nvlink.efficiency; }},
+      {"node.nvlink.latency", false, [](PlatformSpec& p) { return &p.nvlink.latency_s; }},
+      {"node.nic.efficiency", true, [](PlatformSpec& p) { return &p.nic.efficiency; }},
+      {"node.nic.latency", false, [](PlatformSpec& p) { return &p.nic.latency_s; }},
+      {"collectives.launch_latency", false,
+       [](PlatformSpec& p) { return &p.collectives.launch_latency_s; }},
+      {"collectives.local_copy_efficiency", true,
+       [](PlatformSpec& p) { return &p.collectives.local_copy_efficiency; }},
+      {"collectives.protocols.LL.bandwidth_efficiency", true,
+       [](PlatformSpec& p) { return &p.collectives.protocols[0].bandwidth_efficiency; }},
+      {"collectives.protocols.LL.base_latency", false,
+       [](PlatformSpec& p) { return &p.collectives.protocols[0].base_latency_s; }},
+      {"collectives.protocols.LL.step_latency", false,
+       [](PlatformSpec& p) { return &p.collectives.protocols[0].step_latency_s; }},
+      {"collectives.protocols.LL128.bandwidth_efficiency", true,
+       [](PlatformSpec& p) { return &p.collectives.protocols[1].bandwidth_efficiency; }},
+      {"collectives.protocols.LL128.base_latency", false,
+       [](PlatformSpec& p) { return &p.collectives.protocols[1].base_latency_s; }},
+      {"collectives.protocols.LL128.step_latency", false,
+       [](PlatformSpec& p) { return &p.collectives.protocols[1].step_latency_s; }},
+      {"collectives.protocols.Simple.base_latency", false,
+       [](PlatformSpec& p) { return &p.collectives.protocols[2].base_latency_s; }},
+      {"collectives.protocols.Simple.step_latency", false,
+       [](PlatformSpec& p) { return &p.collectives.protocols[2].step_latency_s; }},
+  };
+}
+
+std::vector<double> predict_log(const PlatformSpec& platform, CollectiveOp op, const NcclLog& log) {
+  PlatformSpec sized = platform;
+  const int nodes = (log.ranks + platform.gpus_per_node - 1) / platform.gpus_per_node;
+  sized.datacenters = {{"fit", nodes}};
+  sized.wan.clear();
+  const Topology topology(sized);
+  std::vector<int> gpus(static_cast<size_t>(log.ranks));
+  std::iota(gpus.begin(), gpus.end(), 0);
+  GroupLayout layout;
+  for (int g : gpus) {
+    layout.node.push_back(topology.locate(g).node);
+    layout.local.push_back(topology.locate(g).local);
+  }
+  const CollectivePlanner planner(layout, sized.collectives.channels > 0 ? sized.collectives.channels
+                                                                         : sized.gpus_per_node);
+  std::vector<double> predicted;
+  for (const auto& point : log.points) {
+    predicted.push_back(choose_collective(planner, gpus, topology, sized, op, point.bytes,
+                                          Algorithm::automatic).seconds);
+  }
+  return predicted;
+}
+
+PlatformSpec fit_collectives(PlatformSpec platform, CollectiveOp op,
+                             const std::vector<NcclLog>& logs) {
+  const auto knobs = collective_knobs(platform);
+  auto apply = [&](PlatformSpec& p, const std::vector<double>& x) {
+    for (size_t i = 0; i < knobs.size(); ++i) *knobs[i].field(p) = from_free(knobs[i], x[i]);
+  };
+  auto objective = [&](const std::vector<double>& x) {
+    PlatformSpec p = platform;
+    apply(p, x);
+    double total = 0;
+    for (const auto& log : logs) {
+      const auto predicted = predict_log(p, op, log);
+      double sum = 0;
+      for (size_t i = 0; i < predicted.size(); ++i) {
+        const double e = std::log(predicted[i] / log.points[i].time_s);
+        sum += e * e;
+      }
+      total += sum / static_cast<double>(predicted.size());
+    }
+    return total / static_cast<double>(logs.size());
+  };
+  // Several starting points for the protocols (their regimes overlap, and a simplex started in
+  // one basin rarely leaves it); the best is refined further.
+  std::vector<double> best;
+  double best_value = std::numeric_limits<double>::infinity();
+  for (double ll_efficiency : {0.05, 0.3}) {
+    for (double ll128_efficiency : {0.2, 0.6}) {
+      for (double ll128_base : {5e-6, 20e-6}) {
+        for (double simple_base : {20e-6, 50e-6}) {
+          PlatformSpec start = platform;
+          start.collectives.protocols[0].bandwidth_efficiency = ll_efficiency;
+          start.collectives.protocols[1].bandwidth_efficiency = ll128_efficiency;
+          start.collectives.protocols[1].base_latency_s = ll128_base;
+          start.collectives.protocols[2].base_latency_s = simple_base;
+          std::vector<double> x;
+          for (const auto& knob : knobs) x.push_back(to_free(knob, *knob.field(start)));
+          for (int round = 0; round < 2; ++round) x = nelder_mead(objective, x, 0.5, 2000, 1e-10);
+          const double value = objective(x);
+          if (value < best_value) {
+            best_value = value;
+            best = x;
+          }
+        }
+      }
+    }
+  }
+  std::vector<double> x = best;
+  for (int round = 0; round < 4; ++round) x = nelder_mead(objective, x, 0.3, 3000, 1e-12);
+  apply(platform, x);
+  return platform;
+}
+
+}  // namespace prismsim

@@ -1,0 +1,32 @@
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "collectives/collective.hpp"
+#include "config/scenario.hpp"
+#include "nccl_log.hpp"
+
+namespace prismsim {
+
+/// A platform parameter the collective calibration fits.
+struct FitKnob {
+  std::string path;  ///< as in the platform file: "node.nic.efficiency"
+  bool fraction;     ///< in (0, 1]; otherwise a latency in seconds
+  double* (*field)(PlatformSpec&);
+};
+
+/// The knobs: NVLink and NIC efficiency and latency, launch latency, local copy efficiency, and
+/// per protocol (LL, LL128, Simple) its bandwidth efficiency (Simple's is 1) and step latency.
+/// Ensures the platform has those three protocols.
+std::vector<FitKnob> collective_knobs(PlatformSpec& platform);
+
+/// The model's predicted time for each point of `log`, with `platform` as it is.
+std::vector<double> predict_log(const PlatformSpec& platform, CollectiveOp op, const NcclLog& log);
+
+/// Fits the knobs to the logs by minimising the mean squared log error of predicted time (each
+/// log weighing the same); returns the fitted platform. Deterministic.
+PlatformSpec fit_collectives(PlatformSpec platform, CollectiveOp op,
+                             const std::vector<NcclLog>& logs);
+
+}  // namespace prismsim
