@@ -28,6 +28,25 @@ GroupLayout layout_of(const std::vector<int>& gpus, const Topology& topology) {
   return layout;
 }
 
+/// Within one phase, messages to the same peer follow the same route and start together, so one
+/// flow of their summed size finishes when they would: merge them (ring channels inside a node
+/// share a successor) to keep flows few.
+void merge_by_peer(CommStep& step) {
+  std::sort(step.sends.begin(), step.sends.end(),
+            [](const Send& a, const Send& b) { return a.peer < b.peer; });
+  size_t kept = 0;
+  for (size_t i = 0; i < step.sends.size(); ++i) {
+    if (kept > 0 && step.sends[kept - 1].peer == step.sends[i].peer) {
+      step.sends[kept - 1].bytes += step.sends[i].bytes;
+    } else {
+      step.sends[kept++] = step.sends[i];
+    }
+  }
+  step.sends.resize(kept);
+  std::sort(step.recvs.begin(), step.recvs.end());
+  step.recvs.erase(std::unique(step.recvs.begin(), step.recvs.end()), step.recvs.end());
+}
+
 }  // namespace
 
 GroupRuntime::GroupRuntime(int id, std::vector<int> gpu_of_position, const Topology& topology,
@@ -94,10 +113,16 @@ void GroupRuntime::run(int position, const PreparedCollective& call, EventCounte
 }
 
 uint64_t GroupRuntime::post_sends(int position, int lane, const CommStep& step,
-                                  const ProtocolSpec& protocol, std::vector<sg4::CommPtr>& sends) {
+                                  const ProtocolSpec& protocol, std::vector<sg4::CommPtr>* sends) {
   for (const Send& send : step.sends) {
     const auto bytes = static_cast<uint64_t>(std::llround(send.bytes / protocol.bandwidth_efficiency));
-    sends.push_back(edge(position, send.peer, lane)->put_async(&payload_tag, bytes));
+    sg4::Mailbox* mailbox = edge(position, send.peer, lane);
+    if (sends != nullptr) {
+      sends->push_back(mailbox->put_async(&payload_tag, bytes));
+    } else {
+      // Nobody waits for it: SimGrid drops it when delivered.
+      mailbox->put_init(&payload_tag, bytes)->detach();
+    }
   }
   return step.sends.size();
 }
@@ -109,8 +134,9 @@ void GroupRuntime::run_coarse(int position, const PreparedCollective& call,
   std::vector<sg4::CommPtr> comms;
   for (int index = 0; index < call.plan->phases(); ++index) {
     call.plan->phase(position, index, step);
+    merge_by_peer(step);
     comms.clear();
-    counters.transfers += post_sends(position, 0, step, protocol, comms);
+    counters.transfers += post_sends(position, 0, step, protocol, &comms);
     for (int peer : step.recvs) comms.push_back(edge(peer, position, 0)->get_async<int>(&sink));
     if (!comms.empty()) sg4::Comm::wait_all(comms);
     // The phase ends for everyone with its slowest member; the algorithm's other message
@@ -126,13 +152,13 @@ void GroupRuntime::run_coarse(int position, const PreparedCollective& call,
 void GroupRuntime::run_steps(int position, const PreparedCollective& call,
                              EventCounters& counters) {
   // Lanes progress independently: a lane's step waits for its receives, then posts its sends.
-  // Sends complete on their own (as NCCL's do) and are awaited at the end.
+  // Sends complete on their own, as NCCL's do: a rank is done when it has received everything.
   const CollectivePlan& plan = *call.plan;
   const ProtocolSpec& protocol = *call.protocol;
   const int lanes = plan.lanes();
   std::vector<int> next_step(static_cast<size_t>(lanes), 0);
   std::vector<int> waiting(static_cast<size_t>(lanes), 0);
-  std::vector<sg4::CommPtr> sends, recvs;
+  std::vector<sg4::CommPtr> recvs;
   std::vector<int> recv_lane;
   std::vector<CommStep> current(static_cast<size_t>(lanes));
 
@@ -142,7 +168,7 @@ void GroupRuntime::run_steps(int position, const PreparedCollective& call,
     int& index = next_step[static_cast<size_t>(lane)];
     while (true) {
       if (waiting[static_cast<size_t>(lane)] == 0 && index > 0) {
-        counters.transfers += post_sends(position, lane, step, protocol, sends);
+        counters.transfers += post_sends(position, lane, step, protocol, nullptr);
       }
       if (index >= plan.step_count(position, lane)) return;
       plan.step(position, lane, index, step);
@@ -163,7 +189,6 @@ void GroupRuntime::run_steps(int position, const PreparedCollective& call,
     recv_lane.erase(recv_lane.begin() + static_cast<std::ptrdiff_t>(done));
     if (--waiting[static_cast<size_t>(lane)] == 0) advance(lane);
   }
-  if (!sends.empty()) sg4::Comm::wait_all(sends);
   // The protocol's per-step cost, once per message on the algorithm's critical path.
   if (protocol.step_latency_s > 0) {
     int critical_steps = 0;

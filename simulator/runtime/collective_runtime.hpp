@@ -60,8 +60,9 @@ class GroupRuntime {
   simgrid::s4u::Mailbox* edge(int from, int to, int lane);
   void run_coarse(int position, const PreparedCollective& call, EventCounters& counters);
   void run_steps(int position, const PreparedCollective& call, EventCounters& counters);
+  /// Posts the sends of `step`, appending them to `sends`, or detached when `sends` is null.
   uint64_t post_sends(int position, int lane, const CommStep& step, const ProtocolSpec& protocol,
-                      std::vector<simgrid::s4u::CommPtr>& sends);
+                      std::vector<simgrid::s4u::CommPtr>* sends);
 
   int id_;
   std::vector<int> gpu_of_position_;

@@ -1,12 +1,10 @@
 #include <doctest/doctest.h>
 
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <cmath>
 #include <vector>
 
 #include "core/seeds.hpp"
+#include "in_child.hpp"
 #include "runtime/simulation.hpp"
 #include "workload/layer_stack.hpp"
 
@@ -48,28 +46,15 @@ Scenario make_scenario(int per_node, std::vector<int> nodes_per_dc, double bytes
 /// Compute time of one step of make_scenario's workload: 3 x 1 Tflop at 100 Tflop/s.
 constexpr double kComputeS = 0.03;
 
-/// Simulates `s` in a child process (SimGrid runs once per process) and returns its step times.
+/// Simulates `s` in a child process and returns its step times.
 std::vector<double> simulate(const Scenario& s) {
-  int fds[2];
-  REQUIRE(::pipe(fds) == 0);
-  const pid_t pid = ::fork();
-  REQUIRE(pid >= 0);
-  if (pid == 0) {
-    ::close(fds[0]);
+  return testing::in_child([&] {
     const Job job = build_layer_stack_job(s);
     Simulation simulation(s, job);
-    simulation.run([&](int, double t) { (void)!::write(fds[1], &t, sizeof t); });
-    ::_exit(0);
-  }
-  ::close(fds[1]);
-  std::vector<double> times;
-  double t = 0;
-  while (::read(fds[0], &t, sizeof t) == static_cast<ssize_t>(sizeof t)) times.push_back(t);
-  ::close(fds[0]);
-  int status = 0;
-  ::waitpid(pid, &status, 0);
-  CHECK(WIFEXITED(status));
-  return times;
+    std::vector<double> times;
+    simulation.run([&](int, double t) { times.push_back(t); });
+    return times;
+  });
 }
 
 double simulate_step(Scenario s, CollectiveFidelity fidelity) {

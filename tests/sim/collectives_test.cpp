@@ -1,0 +1,181 @@
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <vector>
+
+#include "in_child.hpp"
+#include "runtime/collective_sweep.hpp"
+
+using namespace prismsim;
+
+namespace {
+
+constexpr double kNvlinkBps = 100e9, kNvlinkLatency = 1e-6;
+constexpr double kNicBps = 25e9, kNicLatency = 2e-6, kHop = 5e-7;
+
+/// Nodes of `per_node` GPUs on a one-tier fabric, no protocol costs: closed forms apply.
+PlatformSpec platform(int per_node, int nodes) {
+  PlatformSpec p;
+  p.name = "closed-form";
+  p.gpu.memory_bandwidth_Bps = 1e12;
+  p.gpus_per_node = per_node;
+  p.nvlink = {kNvlinkBps, kNvlinkLatency};
+  p.nic = {kNicBps, kNicLatency};
+  p.fabric.levels = 1;
+  p.fabric.radix = 256;
+  p.fabric.port_bandwidth_Bps = kNicBps;
+  p.fabric.hop_latency_s = kHop;
+  p.datacenters = {{"dc", nodes}};
+  p.collectives.channels = 1;
+  return p;
+}
+
+double timed(const PlatformSpec& p, CollectiveOp op, int gpus, double bytes, Algorithm algorithm,
+             CollectiveFidelity fidelity) {
+  EngineSpec engine;
+  engine.collective_fidelity = fidelity;
+  const auto t = testing::in_child([&] {
+    const auto rows = sweep_collective(p, engine, op, gpus, {bytes}, algorithm);
+    return std::vector<double>{rows[0].seconds};
+  });
+  REQUIRE(t.size() == 1);
+  return t[0];
+}
+
+}  // namespace
+
+TEST_CASE("ring collectives inside a node match their closed forms at both fidelities") {
+  const PlatformSpec p = platform(8, 1);
+  const int n = 8;
+  const double S = 8e6, a = kNvlinkLatency, B = kNvlinkBps;
+  for (auto fidelity : {CollectiveFidelity::step, CollectiveFidelity::coarse}) {
+    CAPTURE(static_cast<int>(fidelity));
+    CHECK(timed(p, CollectiveOp::all_gather, n, S, Algorithm::ring, fidelity) ==
+          doctest::Approx((n - 1.0) / n * S / B + (n - 1) * a).epsilon(1e-9));
+    CHECK(timed(p, CollectiveOp::reduce_scatter, n, S, Algorithm::ring, fidelity) ==
+          doctest::Approx((n - 1.0) / n * S / B + (n - 1) * a).epsilon(1e-9));
+    // Pairwise all-to-all: n - 1 exchanges of S/n.
+    CHECK(timed(p, CollectiveOp::all_to_all, n, S, Algorithm::direct, fidelity) ==
+          doctest::Approx((n - 1) * (a + S / n / B)).epsilon(fidelity == CollectiveFidelity::step ? 1e-9 : 0.2));
+    // NVLink SHARP: the buffer goes into the switch and back once.
+    PlatformSpec sharp = p;
+    sharp.nvls = true;
+    CHECK(timed(sharp, CollectiveOp::all_reduce, n, S, Algorithm::nvls, fidelity) ==
+          doctest::Approx(S / B + a).epsilon(1e-9));
+  }
+}
+
+TEST_CASE("a pipelined broadcast takes (n - 1 + chunks - 1) chunk times at both fidelities") {
+  const PlatformSpec p = platform(8, 1);
+  const int n = 8;
+  const double S = 4 * 131072.0;  // four 128 KiB chunks
+  const int k = pipeline_chunks(S);
+  REQUIRE(k == 4);
+  const double c = S / k;
+  const double expected = (n - 1 + k - 1) * (kNvlinkLatency + c / kNvlinkBps);
+  for (auto fidelity : {CollectiveFidelity::step, CollectiveFidelity::coarse}) {
+    CAPTURE(static_cast<int>(fidelity));
+    CHECK(timed(p, CollectiveOp::broadcast, n, S, Algorithm::ring, fidelity) ==
+          doctest::Approx(expected).epsilon(1e-9));
+    CHECK(timed(p, CollectiveOp::reduce, n, S, Algorithm::ring, fidelity) ==
+          doctest::Approx(expected).epsilon(1e-9));
+  }
+}
+
+TEST_CASE("hierarchical all-reduce adds its three rings") {
+  const PlatformSpec p = platform(4, 4);
+  const int m = 4, N = 4;
+  const double S = 16e6;
+  const double intra = (m - 1) * (kNvlinkLatency + S / m / kNvlinkBps);
+  const double inter = 2 * (N - 1) * (kNicLatency + kHop + S / m / N / kNicBps);
+  for (auto fidelity : {CollectiveFidelity::step, CollectiveFidelity::coarse}) {
+    CAPTURE(static_cast<int>(fidelity));
+    CHECK(timed(p, CollectiveOp::all_reduce, m * N, S, Algorithm::hierarchical, fidelity) ==
+          doctest::Approx(2 * intra + inter).epsilon(1e-9));
+  }
+}
+
+TEST_CASE("step-by-step and coarse agree for every algorithm where both run") {
+  const PlatformSpec p = platform(4, 4);
+  const double S = 32e6;
+  for (auto [op, algorithm] : std::vector<std::pair<CollectiveOp, Algorithm>>{
+           {CollectiveOp::all_reduce, Algorithm::ring},
+           {CollectiveOp::all_reduce, Algorithm::tree},
+           {CollectiveOp::all_reduce, Algorithm::hierarchical},
+           {CollectiveOp::all_gather, Algorithm::ring},
+           {CollectiveOp::broadcast, Algorithm::ring},
+           {CollectiveOp::all_to_all, Algorithm::direct}}) {
+    CAPTURE(to_string(op));
+    CAPTURE(to_string(algorithm));
+    const double step = timed(p, op, 16, S, algorithm, CollectiveFidelity::step);
+    const double coarse = timed(p, op, 16, S, algorithm, CollectiveFidelity::coarse);
+    CAPTURE(step);
+    CAPTURE(coarse);
+    CHECK(coarse == doctest::Approx(step).epsilon(0.10));
+  }
+}
+
+TEST_CASE("all-reduce bus bandwidth approaches the bottleneck link as size grows") {
+  const PlatformSpec p = platform(8, 1);
+  double previous = 0;
+  for (double S : {1e5, 1e6, 1e7, 1e8, 1e9}) {
+    const double t = timed(p, CollectiveOp::all_reduce, 8, S, Algorithm::ring, CollectiveFidelity::coarse);
+    const double busbw = S / t * bus_factor(CollectiveOp::all_reduce, 8);
+    CHECK(busbw > previous);
+    previous = busbw;
+  }
+  CHECK(previous == doctest::Approx(kNvlinkBps).epsilon(0.01));
+}
+
+TEST_CASE("oversubscription slows traffic that leaves a leaf switch") {
+  PlatformSpec p = platform(8, 8);
+  p.fabric.levels = 2;
+  p.fabric.radix = 16;  // leaves of 8 NICs: one node per leaf
+  p.fabric.oversubscription = {1};
+  p.collectives.channels = 8;
+  const double full = timed(p, CollectiveOp::all_to_all, 64, 64e6, Algorithm::direct, CollectiveFidelity::coarse);
+  p.fabric.oversubscription = {3};  // 12 NICs per leaf: the first leaf holds nodes 0 and half of 1
+  const double over = timed(p, CollectiveOp::all_to_all, 64, 64e6, Algorithm::direct, CollectiveFidelity::coarse);
+  CAPTURE(full);
+  CAPTURE(over);
+  CHECK(over > full * 1.5);
+}
+
+TEST_CASE("a rail-optimised fabric keeps same-rail traffic on one leaf") {
+  // Two nodes of 8 GPUs; leaves of 4 ports. Fat-tree: a node's NICs span two leaves and the
+  // nodes sit on different leaves. Rail-optimised: GPU i of both nodes share rail i's leaf.
+  PlatformSpec p = platform(8, 2);
+  p.fabric.levels = 2;
+  p.fabric.radix = 8;
+  p.fabric.oversubscription = {3};  // leaf uplinks carry a third of the NICs' bandwidth
+  // send_recv by shifts of one GPU in a group of {0, 8}: node 0 GPU 0 <-> node 1 GPU 0.
+  auto pair_time = [&](FabricKind kind) {
+    PlatformSpec q = p;
+    q.fabric.kind = kind;
+    EngineSpec engine;
+    engine.collective_fidelity = CollectiveFidelity::step;
+    const auto t = testing::in_child([&] {
+      // All 16 GPUs exchange with the GPU of the same slot on the other node.
+      const auto rows = sweep_collective(q, engine, CollectiveOp::all_to_all, 16, {256e6}, Algorithm::direct);
+      return std::vector<double>{rows[0].seconds};
+    });
+    return t.at(0);
+  };
+  const double fat_tree = pair_time(FabricKind::fat_tree);
+  const double rail = pair_time(FabricKind::rail_optimized);
+  CAPTURE(fat_tree);
+  CAPTURE(rail);
+  CHECK(rail < fat_tree);
+}
+
+TEST_CASE("WAN latency and bandwidth appear exactly in a cross-datacenter exchange") {
+  PlatformSpec p = platform(1, 1);
+  p.datacenters = {{"east", 1}, {"west", 1}};
+  p.wan = {{"east", "west", {10e9, 3e-3}}};
+  const double S = 50e6;
+  // send_recv: each GPU sends S to the other over NIC (2 us + a switch), WAN (3 ms + the far
+  // switch) and NIC; the 10 GB/s WAN is the bottleneck.
+  const double expected = kNicLatency + kHop + 3e-3 + kHop + S / 10e9;
+  CHECK(timed(p, CollectiveOp::send_recv, 2, S, Algorithm::direct, CollectiveFidelity::step) ==
+        doctest::Approx(expected).epsilon(1e-9));
+}
