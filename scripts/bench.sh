@@ -19,10 +19,28 @@ done
 echo "== one data-parallel step, 1,024 GPUs, one core (whole command: parse, build, simulate)"
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
-for fidelity in coarse step; do
+for fidelity in auto; do
   /usr/bin/time -f "%e s wall, %M KiB peak" taskset -c 0 "$bin/prismsim" run "$example" \
     --out "$out" --runs 1 --jobs 1 --set simulation.steps=1 \
     --set engine.collective_fidelity=$fidelity 2>"$out/time" >/dev/null
   events=$(grep -o '"executions": [0-9]*, "transfers": [0-9]*' "$out/summary.json")
-  echo "collectives $fidelity: $(tail -1 "$out/time"); $events"
+  echo "collective fidelity $fidelity: $(tail -1 "$out/time"); $events"
 done
+
+echo "== collectives (prismsim collective, whole command)"
+big=(--set platform.fabric.levels=3 --set "platform.fabric.oversubscription=[1,1]"
+     --set platform.datacenters.0.nodes=1024)
+run() {  # run LABEL ARGS...: prints wall time, peak memory and the last table row
+  local label=$1
+  shift
+  /usr/bin/time -f "%e s wall, %M KiB peak" "$bin/prismsim" collective --platform platforms/h100-ndr.yaml \
+    "$@" >"$out/table" 2>"$out/time"
+  echo "$label: $(tail -1 "$out/time"); $(tail -1 "$out/table" | awk '{print "busbw", $7, "GB/s,", $8}')"
+}
+run "coarse ring all-reduce, 1 GiB, 8,192 GPUs" --op all_reduce --gpus 8192 --min-bytes 1G \
+  --max-bytes 1G --algo ring --fidelity coarse "${big[@]}"
+run "auto all-reduce, 1 GiB, 8,192 GPUs" --op all_reduce --gpus 8192 --min-bytes 1G \
+  --max-bytes 1G "${big[@]}"
+run "step-by-step ring all-reduce (one channel), 1 GiB, 1,024 GPUs" --op all_reduce --gpus 1024 \
+  --min-bytes 1G --max-bytes 1G --algo ring --fidelity step --set platform.collectives.channels=1
+run "sweep 8 B to 8 GiB, 128 GPUs" --op all_reduce --gpus 128 --min-bytes 8 --max-bytes 8G

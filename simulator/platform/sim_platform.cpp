@@ -57,6 +57,10 @@ simgrid::s4u::Engine* create_engine() {
   for (const auto& [key, value] : network_model_settings()) {
     simgrid::s4u::Engine::set_config(std::string(key) + ":" + value);
   }
+  // No guard page below each actor's stack: one mprotect per actor dominated building large
+  // simulations, and tens of thousands of them exceed Linux's vm.max_map_count. Rank actors
+  // run shallow, non-recursive code.
+  simgrid::s4u::Engine::set_config("contexts/guard-size:0");
   return engine;
 }
 

@@ -29,7 +29,6 @@ std::vector<SweepRow> sweep_collective(const PlatformSpec& platform, const Engin
   }
   EventCounters events;
   auto between_sizes = sg4::Barrier::create(static_cast<unsigned>(gpus));
-  if (gpus > 16384) sg4::Engine::set_config("contexts/guard-size:0");
   for (int pos = 0; pos < gpus; ++pos) {
     sg4::Actor::create("rank" + std::to_string(pos), hosts[static_cast<size_t>(pos)], [&, pos] {
       for (size_t i = 0; i < sizes.size(); ++i) {

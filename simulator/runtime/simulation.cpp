@@ -12,9 +12,6 @@ namespace prismsim {
 
 namespace sg4 = simgrid::s4u;
 
-namespace {
-constexpr int kGuardPageActorLimit = 16384;  // two mappings per actor; Linux allows 65,530
-}
 
 Simulation::Simulation(const Scenario& scenario, const Job& job)
     : scenario_(scenario), job_(job), topology_(scenario.platform) {
@@ -35,8 +32,6 @@ Simulation::Simulation(const Scenario& scenario, const Job& job)
                                                      scenario.engine));
   }
 
-  // Each actor's stack has a guard page; tens of thousands of them exceed vm.max_map_count.
-  if (job.rank_count() > kGuardPageActorLimit) sg4::Engine::set_config("contexts/guard-size:0");
   ranks_done_.assign(static_cast<size_t>(scenario.simulation.steps), 0);
 }
 
