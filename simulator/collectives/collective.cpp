@@ -1,5 +1,7 @@
 #include "collectives/collective.hpp"
 
+#include <algorithm>
+
 namespace prismsim {
 
 namespace {
@@ -56,6 +58,21 @@ std::vector<Algorithm> algorithms_for(CollectiveOp op) {
     case CollectiveOp::send_recv: return {Algorithm::direct};
   }
   return {};
+}
+
+void CommStep::merge_by_peer() {
+  std::sort(sends.begin(), sends.end(), [](const Send& a, const Send& b) { return a.peer < b.peer; });
+  size_t kept = 0;
+  for (size_t i = 0; i < sends.size(); ++i) {
+    if (kept > 0 && sends[kept - 1].peer == sends[i].peer) {
+      sends[kept - 1].bytes += sends[i].bytes;
+    } else {
+      sends[kept++] = sends[i];
+    }
+  }
+  sends.resize(kept);
+  std::sort(recvs.begin(), recvs.end());
+  recvs.erase(std::unique(recvs.begin(), recvs.end()), recvs.end());
 }
 
 }  // namespace prismsim

@@ -50,6 +50,10 @@ struct CommStep {
     sends.clear();
     recvs.clear();
   }
+  /// Merges the sends to each peer into one of their summed size, and duplicate receives: within
+  /// one coarse phase, messages to a peer take the same route and start together, so one flow
+  /// finishes when they would (ring channels inside a node share a successor).
+  void merge_by_peer();
 };
 
 }  // namespace prismsim

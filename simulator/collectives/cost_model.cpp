@@ -23,6 +23,7 @@ std::vector<PhaseCost> estimate_phases(const CollectivePlan& plan, int group_siz
     cost.pipeline_fill = std::max(0.0, fill[phase]);
     for (int pos = 0; pos < group_size; ++pos) {
       plan.phase(pos, static_cast<int>(phase), step);
+      step.merge_by_peer();
       const int src = gpu_of_position[static_cast<size_t>(pos)];
       for (const Send& send : step.sends) {
         const int dst = gpu_of_position[static_cast<size_t>(send.peer)];

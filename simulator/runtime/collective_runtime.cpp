@@ -28,25 +28,6 @@ GroupLayout layout_of(const std::vector<int>& gpus, const Topology& topology) {
   return layout;
 }
 
-/// Within one phase, messages to the same peer follow the same route and start together, so one
-/// flow of their summed size finishes when they would: merge them (ring channels inside a node
-/// share a successor) to keep flows few.
-void merge_by_peer(CommStep& step) {
-  std::sort(step.sends.begin(), step.sends.end(),
-            [](const Send& a, const Send& b) { return a.peer < b.peer; });
-  size_t kept = 0;
-  for (size_t i = 0; i < step.sends.size(); ++i) {
-    if (kept > 0 && step.sends[kept - 1].peer == step.sends[i].peer) {
-      step.sends[kept - 1].bytes += step.sends[i].bytes;
-    } else {
-      step.sends[kept++] = step.sends[i];
-    }
-  }
-  step.sends.resize(kept);
-  std::sort(step.recvs.begin(), step.recvs.end());
-  step.recvs.erase(std::unique(step.recvs.begin(), step.recvs.end()), step.recvs.end());
-}
-
 }  // namespace
 
 GroupRuntime::GroupRuntime(int id, std::vector<int> gpu_of_position, const Topology& topology,
@@ -134,7 +115,7 @@ void GroupRuntime::run_coarse(int position, const PreparedCollective& call,
   std::vector<sg4::CommPtr> comms;
   for (int index = 0; index < call.plan->phases(); ++index) {
     call.plan->phase(position, index, step);
-    merge_by_peer(step);
+    step.merge_by_peer();
     comms.clear();
     counters.transfers += post_sends(position, 0, step, protocol, &comms);
     for (int peer : step.recvs) comms.push_back(edge(peer, position, 0)->get_async<int>(&sink));
