@@ -130,6 +130,14 @@ void GroupRuntime::run_coarse(int position, const PreparedCollective& call,
   }
 }
 
+/// The protocol's per-step cost, once per message on the algorithm's critical path.
+void add_protocol_step_latency(const CollectivePlan& plan, const ProtocolSpec& protocol) {
+  if (protocol.step_latency_s <= 0) return;
+  int critical_steps = 0;
+  for (int steps : plan.phase_latency_steps()) critical_steps += steps;
+  sg4::this_actor::sleep_for(critical_steps * protocol.step_latency_s);
+}
+
 void GroupRuntime::run_steps(int position, const PreparedCollective& call,
                              EventCounters& counters) {
   // Lanes progress independently: a lane's step waits for its receives, then posts its sends.
@@ -137,6 +145,24 @@ void GroupRuntime::run_steps(int position, const PreparedCollective& call,
   const CollectivePlan& plan = *call.plan;
   const ProtocolSpec& protocol = *call.protocol;
   const int lanes = plan.lanes();
+  if (lanes == 1) {
+    // One lane: blocking gets, and a step's sends are awaited before the next step sends. Every
+    // one-lane plan receives a message one step after it was sent (a unit test checks this), so
+    // this cannot deadlock, and SimGrid handles these comms far faster than detached ones (27 s
+    // instead of 40 s for a 1,024-GPU ring).
+    CommStep step;
+    std::vector<sg4::CommPtr> in_flight;
+    for (int index = 0; index < plan.step_count(position, 0); ++index) {
+      plan.step(position, 0, index, step);
+      for (int peer : step.recvs) edge(peer, position, 0)->get<int>();
+      if (!in_flight.empty()) sg4::Comm::wait_all(in_flight);
+      in_flight.clear();
+      counters.transfers += post_sends(position, 0, step, protocol, &in_flight);
+    }
+    if (!in_flight.empty()) sg4::Comm::wait_all(in_flight);
+    add_protocol_step_latency(plan, protocol);
+    return;
+  }
   std::vector<int> next_step(static_cast<size_t>(lanes), 0);
   std::vector<int> waiting(static_cast<size_t>(lanes), 0);
   std::vector<sg4::CommPtr> recvs;
@@ -170,12 +196,7 @@ void GroupRuntime::run_steps(int position, const PreparedCollective& call,
     recv_lane.erase(recv_lane.begin() + static_cast<std::ptrdiff_t>(done));
     if (--waiting[static_cast<size_t>(lane)] == 0) advance(lane);
   }
-  // The protocol's per-step cost, once per message on the algorithm's critical path.
-  if (protocol.step_latency_s > 0) {
-    int critical_steps = 0;
-    for (int steps : plan.phase_latency_steps()) critical_steps += steps;
-    sg4::this_actor::sleep_for(critical_steps * protocol.step_latency_s);
-  }
+  add_protocol_step_latency(plan, protocol);
 }
 
 }  // namespace prismsim

@@ -51,29 +51,46 @@ std::vector<double> check_plan(const CollectivePlan& plan, int n, bool coarse) {
     return sent;
   }
   std::map<std::tuple<int, int, int>, int> in_flight;  // (from, to, lane) -> messages
+  // One-lane plans run with blocking sends: a step posts its sends only once every message this
+  // rank sent in the previous step has been received.
+  const bool blocking_sends = plan.lanes() == 1;
+  std::vector<int> unreceived(static_cast<size_t>(n), 0);  // per sender, messages in flight
   std::vector<std::vector<int>> next(static_cast<size_t>(n), std::vector<int>(static_cast<size_t>(plan.lanes()), 0));
+  std::vector<std::vector<bool>> received(static_cast<size_t>(n), std::vector<bool>(static_cast<size_t>(plan.lanes()), false));
   bool progress = true;
   while (progress) {
     progress = false;
     for (int pos = 0; pos < n; ++pos) {
       for (int lane = 0; lane < plan.lanes(); ++lane) {
         int& index = next[static_cast<size_t>(pos)][static_cast<size_t>(lane)];
+        auto got = received[static_cast<size_t>(pos)][static_cast<size_t>(lane)];
         while (index < plan.step_count(pos, lane)) {
           plan.step(pos, lane, index, step);
-          std::map<int, int> needed;
-          for (int peer : step.recvs) ++needed[peer];
-          bool ready = true;
-          for (const auto& [peer, count] : needed) ready = ready && in_flight[{peer, pos, lane}] >= count;
-          if (!ready) break;
-          for (const auto& [peer, count] : needed) in_flight[{peer, pos, lane}] -= count;
+          if (!got) {
+            std::map<int, int> needed;
+            for (int peer : step.recvs) ++needed[peer];
+            bool ready = true;
+            for (const auto& [peer, count] : needed) ready = ready && in_flight[{peer, pos, lane}] >= count;
+            if (!ready) break;
+            for (const auto& [peer, count] : needed) {
+              in_flight[{peer, pos, lane}] -= count;
+              unreceived[static_cast<size_t>(peer)] -= count;
+            }
+            got = true;
+            progress = true;
+          }
+          if (blocking_sends && unreceived[static_cast<size_t>(pos)] > 0) break;
           for (const Send& s : step.sends) {
             REQUIRE(s.peer != pos);
             ++in_flight[{pos, s.peer, lane}];
+            ++unreceived[static_cast<size_t>(pos)];
             sent[static_cast<size_t>(pos)] += s.bytes;
           }
+          got = false;
           ++index;
           progress = true;
         }
+        received[static_cast<size_t>(pos)][static_cast<size_t>(lane)] = got;
       }
     }
   }
