@@ -105,6 +105,13 @@ int collective_command(int argc, char** argv) {
     if (std::find(usable.begin(), usable.end(), *algorithm) == usable.end()) {
       throw UsageError(fmt::format("algorithm '{}' cannot run {}", algo_name, op_name));
     }
+    if (*algorithm == Algorithm::nvls && (!platform.nvls || gpus > platform.gpus_per_node)) {
+      throw UsageError("algorithm 'nvls' needs node.nvls: true and at most one node's GPUs");
+    }
+    if (*algorithm == Algorithm::hierarchical &&
+        (gpus <= platform.gpus_per_node || gpus % platform.gpus_per_node != 0)) {
+      throw UsageError("algorithm 'hierarchical' needs several whole nodes");
+    }
   }
   std::vector<double> sizes;
   for (double size = min_bytes; size <= max_bytes && sizes.size() < 4096;

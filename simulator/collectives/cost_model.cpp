@@ -4,6 +4,9 @@
 
 #include <algorithm>
 #include <limits>
+#include <stdexcept>
+
+#include <fmt/format.h>
 
 namespace prismsim {
 
@@ -74,6 +77,12 @@ CollectiveChoice choose_collective(const CollectivePlanner& planner,
   }
   std::vector<Algorithm> candidates;
   if (forced != Algorithm::automatic) {
+    if (!planner.supports(op, forced, platform.nvls)) {
+      throw std::invalid_argument(fmt::format(
+          "algorithm '{}' cannot run {} on a group of {} GPUs here (nvls needs one node and "
+          "node.nvls: true; hierarchical needs several nodes with equal GPU counts)",
+          to_string(forced), to_string(op), n));
+    }
     candidates.push_back(forced);
   } else {
     for (Algorithm a : algorithms_for(op)) {

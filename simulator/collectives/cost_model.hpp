@@ -39,7 +39,7 @@ struct CollectiveChoice {
 /// Picks the fastest (algorithm, protocol) by predicted_seconds among those that can run `op` on
 /// the planner's group (or only `forced`, unless automatic), as NCCL's tuner does. A one-member
 /// group is a device copy: read and write the buffer at the GPU's memory bandwidth x
-/// collectives.local_copy_efficiency.
+/// collectives.local_copy_efficiency. Throws std::invalid_argument when `forced` cannot run the call.
 CollectiveChoice choose_collective(const CollectivePlanner& planner,
                                    const std::vector<int>& gpu_of_position,
                                    const Topology& topology, const PlatformSpec& platform,

@@ -383,6 +383,19 @@ void cross_check(const ConfigNode& root, const Scenario& s, Diagnostics& diags) 
     diags.error(at, fmt::format("the scenario needs {} GPUs but platform '{}' holds {}", product,
                                 s.platform.name, capacity));
   }
+  // The layer-stack workload's only collective is the data-parallel gradient all-reduce.
+  const Algorithm forced = s.engine.collective_algorithm;
+  const SourceLoc algorithm_at = loc_of(root, "engine.collective_algorithm");
+  if (forced == Algorithm::direct) {
+    diags.error(algorithm_at, "collective_algorithm 'direct' cannot run the gradient all_reduce");
+  } else if (forced == Algorithm::nvls && (!s.platform.nvls || p.dp > s.platform.gpus_per_node)) {
+    diags.error(algorithm_at, "collective_algorithm 'nvls' needs 'platform.node.nvls: true' and "
+                              "a data-parallel group inside one node");
+  } else if (forced == Algorithm::hierarchical &&
+             (p.dp <= s.platform.gpus_per_node || p.dp % s.platform.gpus_per_node != 0)) {
+    diags.error(algorithm_at, "collective_algorithm 'hierarchical' needs a data-parallel group "
+                              "of several whole nodes");
+  }
   if (p.tp != 1 || p.pp != 1) {
     diags.error(at, fmt::format("workload kind 'layer_stack' supports data parallelism only "
                                 "(tp {} and pp {} must be 1)", p.tp, p.pp));

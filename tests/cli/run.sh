@@ -72,5 +72,21 @@ expect "determinism run" 0 "$prismsim" run "$example" --out "$tmp/c" --runs 3 --
 same "summary.json identical" "" "$(cmp "$tmp/b/summary.json" "$tmp/c/summary.json")"
 same "runs.csv identical" "" "$(cmp "$tmp/b/runs.csv" "$tmp/c/runs.csv")"
 
+# prismsim collective: nccl-tests' table, CSV, usage errors.
+a100=platforms/a100-ndv4.yaml
+expect "collective sweep" 0 "$prismsim" collective --platform "$a100" --op all_reduce --gpus 16 \
+  --min-bytes 1M --max-bytes 4M --csv "$tmp/sweep.csv"
+same "collective rows" 3 "$(grep -c 'float *sum' "$tmp/out")"
+same "collective csv header" "size_bytes,count,type,redop,time_us,algbw_GBps,busbw_GBps,algorithm" \
+  "$(head -1 "$tmp/sweep.csv")"
+same "collective csv rows" 4 "$(wc -l <"$tmp/sweep.csv")"
+expect "collective unknown op" 2 "$prismsim" collective --platform "$a100" --op allreduce --gpus 2
+same "collective unknown op message" "prismsim: error: unknown collective 'allreduce'" "$(head -1 "$tmp/err")"
+expect "collective too many GPUs" 2 "$prismsim" collective --platform "$a100" --op all_reduce --gpus 9999
+expect "collective nvls without support" 2 "$prismsim" collective --platform "$a100" --op all_reduce \
+  --gpus 8 --algo nvls
+expect "collective bad platform value" 2 "$prismsim" collective --platform "$a100" --op all_reduce \
+  --gpus 2 --set platform.node.nic.bandwidth=fast
+
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]
