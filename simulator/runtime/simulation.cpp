@@ -12,7 +12,6 @@ namespace prismsim {
 
 namespace sg4 = simgrid::s4u;
 
-
 Simulation::Simulation(const Scenario& scenario, const Job& job)
     : scenario_(scenario), job_(job), topology_(scenario.platform) {
   engine_ = create_engine();
