@@ -60,13 +60,11 @@ const PreparedCollective& GroupRuntime::prepare(CollectiveOp op, double bytes,
   if (found != prepared_.end()) return found->second;
 
   PreparedCollective call;
-  call.op = op;
   CollectiveChoice choice = choose_collective(planner_, gpu_of_position_, topology_, platform_, op,
                                               bytes, algorithm, root);
   call.algorithm = choice.algorithm;
   call.protocol = choice.protocol;
   call.phases = std::move(choice.phases);
-  call.predicted_s = choice.seconds;
   if (choice.local_copy) {
     call.local_copy_s = choice.seconds;
     return prepared_.emplace(key, std::move(call)).first->second;

@@ -29,13 +29,11 @@ struct PreparedCollective {
   PreparedCollective(PreparedCollective&&) = default;
   PreparedCollective& operator=(PreparedCollective&&) = default;
 
-  CollectiveOp op = CollectiveOp::all_reduce;
   Algorithm algorithm = Algorithm::ring;
   const ProtocolSpec* protocol = nullptr;
   bool coarse = false;
   std::unique_ptr<CollectivePlan> plan;
   std::vector<PhaseCost> phases;  ///< of the plan's coarse form
-  double predicted_s = 0;         ///< the cost model's duration
   double local_copy_s = 0;        ///< one-member groups: the device copy instead of a plan
 };
 
