@@ -15,6 +15,12 @@ echo "== platform build"
 for gpus in 16384 131072; do
   "$bin/prismsim-bench-platform" "$example" "${fabric[@]}" "platform.datacenters.0.nodes=$((gpus / 8))"
 done
+echo "rail-optimised, 131,072 GPUs:"
+"$bin/prismsim-bench-platform" "$example" "${fabric[@]}" platform.fabric.type=rail_optimized \
+  platform.datacenters.0.nodes=16384
+echo "two datacenters, 131,072 GPUs:"
+"$bin/prismsim-bench-platform" workloads/scenarios/dp-h100-2dc.yaml "${fabric[@]}" \
+  platform.datacenters.0.nodes=8192 platform.datacenters.1.nodes=8192
 
 echo "== one data-parallel step, 1,024 GPUs, one core (whole command: parse, build, simulate)"
 out=$(mktemp -d)

@@ -80,6 +80,9 @@ same "collective rows" 3 "$(grep -c 'float *sum' "$tmp/out")"
 same "collective csv header" "size_bytes,count,type,redop,time_us,algbw_GBps,busbw_GBps,algorithm" \
   "$(head -1 "$tmp/sweep.csv")"
 same "collective csv rows" 4 "$(wc -l <"$tmp/sweep.csv")"
+expect "collective sweep again" 0 "$prismsim" collective --platform "$a100" --op all_reduce --gpus 16 \
+  --min-bytes 1M --max-bytes 4M --csv "$tmp/sweep2.csv"
+same "collective sweep is deterministic" "" "$(cmp "$tmp/sweep.csv" "$tmp/sweep2.csv")"
 expect "collective unknown op" 2 "$prismsim" collective --platform "$a100" --op allreduce --gpus 2
 same "collective unknown op message" "prismsim: error: unknown collective 'allreduce'" "$(head -1 "$tmp/err")"
 expect "collective too many GPUs" 2 "$prismsim" collective --platform "$a100" --op all_reduce --gpus 9999
