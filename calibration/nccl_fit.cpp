@@ -95,13 +95,7 @@ std::vector<double> predict_log(const PlatformSpec& platform, CollectiveOp op, c
   const Topology topology(sized);
   std::vector<int> gpus(static_cast<size_t>(log.ranks));
   std::iota(gpus.begin(), gpus.end(), 0);
-  GroupLayout layout;
-  for (int g : gpus) {
-    layout.node.push_back(topology.locate(g).node);
-    layout.local.push_back(topology.locate(g).local);
-  }
-  const CollectivePlanner planner(layout, sized.collectives.channels > 0 ? sized.collectives.channels
-                                                                         : sized.gpus_per_node);
+  const CollectivePlanner planner(layout_of(gpus, topology), sized.collective_channels());
   std::vector<double> predicted;
   for (const auto& point : log.points) {
     predicted.push_back(choose_collective(planner, gpus, topology, sized, op, point.bytes,

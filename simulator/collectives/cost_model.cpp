@@ -1,14 +1,24 @@
 #include "collectives/cost_model.hpp"
 
-#include "config/scenario.hpp"
-
 #include <algorithm>
 #include <limits>
 #include <stdexcept>
 
 #include <fmt/format.h>
 
+#include "config/scenario.hpp"
+
 namespace prismsim {
+
+GroupLayout layout_of(const std::vector<int>& gpus, const Topology& topology) {
+  GroupLayout layout;
+  for (int gpu : gpus) {
+    const GpuLocation where = topology.locate(gpu);
+    layout.node.push_back(where.node);
+    layout.local.push_back(where.local);
+  }
+  return layout;
+}
 
 std::vector<PhaseCost> estimate_phases(const CollectivePlan& plan, int group_size,
                                        const std::vector<int>& gpu_of_position,

@@ -16,6 +16,9 @@ struct PhaseCost {
   double pipeline_fill = 0;      ///< extra bandwidth time of a pipeline's fill, as a fraction
 };
 
+/// Where each of `gpus` sits (node, slot), as plans need it.
+GroupLayout layout_of(const std::vector<int>& gpus, const Topology& topology);
+
 /// Costs each coarse phase of `plan` for a group whose position p runs on GPU gpu_of_position[p].
 std::vector<PhaseCost> estimate_phases(const CollectivePlan& plan, int group_size,
                                        const std::vector<int>& gpu_of_position,

@@ -104,6 +104,10 @@ struct PlatformSpec {
   CollectiveTuning collectives;
 
   int total_gpus() const;
+  /// Rings a collective uses: collectives.channels, or one per GPU of a node when unset.
+  int collective_channels() const {
+    return collectives.channels > 0 ? collectives.channels : gpus_per_node;
+  }
 };
 
 /// A model as a stack of identical layers (the simplest workload).

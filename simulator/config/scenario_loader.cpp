@@ -75,9 +75,8 @@ LinkSpec read_link(MapReader& parent, std::string_view key) {
   return link;
 }
 
-CollectiveTuning read_collectives(MapReader& parent, int gpus_per_node) {
+CollectiveTuning read_collectives(MapReader& parent) {
   CollectiveTuning tuning;
-  tuning.channels = gpus_per_node;
   const ConfigNode* node = parent.map("collectives", false);
   if (node == nullptr) return tuning;
   MapReader r(*node, parent.path_of("collectives"), parent.diags());
@@ -128,14 +127,7 @@ GpuSpec read_gpu(MapReader& parent) {
   }
   assign(gpu.memory_bytes, r.positive_quantity("memory", true, units::parse_bytes));
   assign(gpu.memory_bandwidth_Bps, r.quantity("memory_bandwidth", true, units::parse_bandwidth));
-  if (auto efficiency = r.number("efficiency", false, 0.0, true)) {
-    if (*efficiency > 1.0) {
-      r.diags().error(r.get("efficiency", false)->loc,
-                      fmt::format("'{}' must be at most 1, got {}", r.path_of("efficiency"),
-                                  *efficiency));
-    }
-    gpu.efficiency = *efficiency;
-  }
+  assign(gpu.efficiency, read_fraction(r, "efficiency"));
   r.finish();
   return gpu;
 }
@@ -247,7 +239,7 @@ PlatformSpec read_platform(const ConfigNode& node, Diagnostics& diags) {
       platform.wan.push_back(wan);
     }
   }
-  platform.collectives = read_collectives(r, platform.gpus_per_node);
+  platform.collectives = read_collectives(r);
   r.finish();
   return platform;
 }

@@ -18,16 +18,6 @@ namespace {
 int payload_tag = 0;
 int* sink = nullptr;
 
-GroupLayout layout_of(const std::vector<int>& gpus, const Topology& topology) {
-  GroupLayout layout;
-  for (int gpu : gpus) {
-    const GpuLocation where = topology.locate(gpu);
-    layout.node.push_back(where.node);
-    layout.local.push_back(where.local);
-  }
-  return layout;
-}
-
 }  // namespace
 
 GroupRuntime::GroupRuntime(int id, std::vector<int> gpu_of_position, const Topology& topology,
@@ -37,9 +27,7 @@ GroupRuntime::GroupRuntime(int id, std::vector<int> gpu_of_position, const Topol
       topology_(topology),
       platform_(platform),
       engine_(engine),
-      planner_(layout_of(gpu_of_position_, topology),
-               platform.collectives.channels > 0 ? platform.collectives.channels
-                                                 : platform.gpus_per_node),
+      planner_(layout_of(gpu_of_position_, topology), platform.collective_channels()),
       barrier_(sg4::Barrier::create(static_cast<unsigned>(gpu_of_position_.size()))) {}
 
 sg4::Mailbox* GroupRuntime::edge(int from, int to, int lane) {
