@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <limits>
 #include <stdexcept>
+#include <unordered_map>
 
 #include <fmt/format.h>
 
@@ -26,8 +27,8 @@ std::vector<PhaseCost> estimate_phases(const CollectivePlan& plan, int group_siz
   const auto latency_steps = plan.phase_latency_steps();
   const auto fill = plan.phase_pipeline_fill();
   std::vector<PhaseCost> phases(latency_steps.size());
-  std::vector<double> load(topology.links().size(), 0.0);
-  std::vector<int> touched;
+  // Loads of the links the phase touches (a small group on a large platform touches few).
+  std::unordered_map<int, double> load;
   std::vector<int> path;
   CommStep step;
   for (size_t phase = 0; phase < phases.size(); ++phase) {
@@ -44,29 +45,34 @@ std::vector<PhaseCost> estimate_phases(const CollectivePlan& plan, int group_siz
         topology.route(src, dst, path);
         double latency = 0;
         for (int link : path) {
-          if (load[static_cast<size_t>(link)] == 0) touched.push_back(link);
-          load[static_cast<size_t>(link)] += send.bytes;
+          load[link] += send.bytes;
           latency += topology.links()[static_cast<size_t>(link)].latency_s;
         }
         cost.max_hop_latency_s = std::max(cost.max_hop_latency_s, latency);
       }
     }
-    for (int link : touched) {
-      const auto& spec = topology.links()[static_cast<size_t>(link)];
-      cost.bandwidth_s = std::max(cost.bandwidth_s, load[static_cast<size_t>(link)] / spec.bandwidth_Bps);
-      load[static_cast<size_t>(link)] = 0;
+    for (const auto& [link, bytes] : load) {
+      const double bandwidth_Bps = topology.links()[static_cast<size_t>(link)].bandwidth_Bps;
+      cost.bandwidth_s = std::max(cost.bandwidth_s, bytes / bandwidth_Bps);
     }
-    touched.clear();
+    load.clear();
   }
   return phases;
+}
+
+double phase_remainder_seconds(const PhaseCost& phase, const ProtocolSpec& protocol) {
+  return std::max(0, phase.latency_steps - 1) * phase.max_hop_latency_s +
+         phase.latency_steps * protocol.step_latency_s +
+         phase.bandwidth_s * phase.pipeline_fill / protocol.bandwidth_efficiency;
 }
 
 double predicted_seconds(const std::vector<PhaseCost>& phases, double launch_latency_s,
                          const ProtocolSpec& protocol) {
   double total = launch_latency_s + protocol.base_latency_s;
   for (const auto& phase : phases) {
-    total += phase.latency_steps * (phase.max_hop_latency_s + protocol.step_latency_s) +
-             phase.bandwidth_s * (1.0 + phase.pipeline_fill) / protocol.bandwidth_efficiency;
+    const double simulated = (phase.latency_steps > 0 ? phase.max_hop_latency_s : 0.0) +
+                             phase.bandwidth_s / protocol.bandwidth_efficiency;
+    total += simulated + phase_remainder_seconds(phase, protocol);
   }
   return total;
 }

@@ -24,6 +24,11 @@ std::vector<PhaseCost> estimate_phases(const CollectivePlan& plan, int group_siz
                                        const std::vector<int>& gpu_of_position,
                                        const Topology& topology);
 
+/// The part of a coarse phase that is not simulated: the algorithm's other message latencies, the
+/// protocol's per-step cost and the pipeline's fill. A coarse run simulates one message latency and
+/// the busiest link's transfer (sent at size / protocol efficiency), then waits this long.
+double phase_remainder_seconds(const PhaseCost& phase, const ProtocolSpec& protocol);
+
 /// Predicted duration: launch + protocol base latency + per phase (latency_steps x (hop +
 /// protocol step latency) + bandwidth_s / protocol efficiency). The figure that selects algorithms
 /// and protocols, and that calibration fits.

@@ -18,6 +18,14 @@ namespace {
 int payload_tag = 0;
 int* sink = nullptr;
 
+/// The protocol's per-step cost, once per message on the algorithm's critical path.
+void add_protocol_step_latency(const CollectivePlan& plan, const ProtocolSpec& protocol) {
+  if (protocol.step_latency_s <= 0) return;
+  int critical_steps = 0;
+  for (int steps : plan.phase_latency_steps()) critical_steps += steps;
+  sg4::this_actor::sleep_for(critical_steps * protocol.step_latency_s);
+}
+
 }  // namespace
 
 GroupRuntime::GroupRuntime(int id, std::vector<int> gpu_of_position, const Topology& topology,
@@ -108,20 +116,10 @@ void GroupRuntime::run_coarse(int position, const PreparedCollective& call,
     if (!comms.empty()) sg4::Comm::wait_all(comms);
     // The phase ends for everyone with its slowest member; the algorithm's other message
     // latencies (and the protocol's per-step cost) are added analytically.
-    const PhaseCost& phase = call.phases[static_cast<size_t>(index)];
     barrier_->wait();
-    sg4::this_actor::sleep_for(std::max(0, phase.latency_steps - 1) * phase.max_hop_latency_s +
-                               phase.latency_steps * protocol.step_latency_s +
-                               phase.bandwidth_s * phase.pipeline_fill / protocol.bandwidth_efficiency);
+    sg4::this_actor::sleep_for(
+        phase_remainder_seconds(call.phases[static_cast<size_t>(index)], protocol));
   }
-}
-
-/// The protocol's per-step cost, once per message on the algorithm's critical path.
-void add_protocol_step_latency(const CollectivePlan& plan, const ProtocolSpec& protocol) {
-  if (protocol.step_latency_s <= 0) return;
-  int critical_steps = 0;
-  for (int steps : plan.phase_latency_steps()) critical_steps += steps;
-  sg4::this_actor::sleep_for(critical_steps * protocol.step_latency_s);
 }
 
 void GroupRuntime::run_steps(int position, const PreparedCollective& call,
