@@ -59,32 +59,24 @@ std::vector<FitKnob> collective_knobs(PlatformSpec& platform) {
   if (platform.nvlink.efficiency >= 1.0) platform.nvlink.efficiency = 0.8;
   if (platform.nic.efficiency >= 1.0) platform.nic.efficiency = 0.8;
   if (platform.collectives.local_copy_efficiency >= 1.0) platform.collectives.local_copy_efficiency = 0.8;
-  return {
-      {"node.nvlink.efficiency", true, [](PlatformSpec& p) { return &p.nvlink.efficiency; }},
-      {"node.nvlink.latency", false, [](PlatformSpec& p) { return &p.nvlink.latency_s; }},
-      {"node.nic.efficiency", true, [](PlatformSpec& p) { return &p.nic.efficiency; }},
-      {"node.nic.latency", false, [](PlatformSpec& p) { return &p.nic.latency_s; }},
-      {"collectives.launch_latency", false,
-       [](PlatformSpec& p) { return &p.collectives.launch_latency_s; }},
-      {"collectives.local_copy_efficiency", true,
-       [](PlatformSpec& p) { return &p.collectives.local_copy_efficiency; }},
-      {"collectives.protocols.LL.bandwidth_efficiency", true,
-       [](PlatformSpec& p) { return &p.collectives.protocols[0].bandwidth_efficiency; }},
-      {"collectives.protocols.LL.base_latency", false,
-       [](PlatformSpec& p) { return &p.collectives.protocols[0].base_latency_s; }},
-      {"collectives.protocols.LL.step_latency", false,
-       [](PlatformSpec& p) { return &p.collectives.protocols[0].step_latency_s; }},
-      {"collectives.protocols.LL128.bandwidth_efficiency", true,
-       [](PlatformSpec& p) { return &p.collectives.protocols[1].bandwidth_efficiency; }},
-      {"collectives.protocols.LL128.base_latency", false,
-       [](PlatformSpec& p) { return &p.collectives.protocols[1].base_latency_s; }},
-      {"collectives.protocols.LL128.step_latency", false,
-       [](PlatformSpec& p) { return &p.collectives.protocols[1].step_latency_s; }},
-      {"collectives.protocols.Simple.base_latency", false,
-       [](PlatformSpec& p) { return &p.collectives.protocols[2].base_latency_s; }},
-      {"collectives.protocols.Simple.step_latency", false,
-       [](PlatformSpec& p) { return &p.collectives.protocols[2].step_latency_s; }},
+  std::vector<FitKnob> knobs = {
+      {true, [](PlatformSpec& p) { return &p.nvlink.efficiency; }},
+      {false, [](PlatformSpec& p) { return &p.nvlink.latency_s; }},
+      {true, [](PlatformSpec& p) { return &p.nic.efficiency; }},
+      {false, [](PlatformSpec& p) { return &p.nic.latency_s; }},
+      {false, [](PlatformSpec& p) { return &p.collectives.launch_latency_s; }},
+      {true, [](PlatformSpec& p) { return &p.collectives.local_copy_efficiency; }},
   };
+  // Per protocol: efficiency (but Simple's, the reference), base and step latency.
+  for (size_t i = 0; i < protocols.size(); ++i) {
+    auto protocol = [i](PlatformSpec& p) -> ProtocolSpec& { return p.collectives.protocols[i]; };
+    if (protocols[i].name != "Simple") {
+      knobs.push_back({true, [=](PlatformSpec& p) { return &protocol(p).bandwidth_efficiency; }});
+    }
+    knobs.push_back({false, [=](PlatformSpec& p) { return &protocol(p).base_latency_s; }});
+    knobs.push_back({false, [=](PlatformSpec& p) { return &protocol(p).step_latency_s; }});
+  }
+  return knobs;
 }
 
 std::vector<double> predict_log(const PlatformSpec& platform, CollectiveOp op, const NcclLog& log) {

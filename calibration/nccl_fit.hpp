@@ -1,5 +1,6 @@
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -11,9 +12,8 @@ namespace prismsim {
 
 /// A platform parameter the collective calibration fits.
 struct FitKnob {
-  std::string path;  ///< as in the platform file: "node.nic.efficiency"
-  bool fraction;     ///< in (0, 1]; otherwise a latency in seconds
-  double* (*field)(PlatformSpec&);
+  bool fraction;  ///< in (0, 1]; otherwise a latency in seconds
+  std::function<double*(PlatformSpec&)> field;
 };
 
 /// The knobs: NVLink and NIC efficiency and latency, launch latency, local copy efficiency, and
