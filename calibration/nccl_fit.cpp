@@ -13,13 +13,6 @@
 namespace prismsim {
 namespace {
 
-ProtocolSpec* protocol_named(PlatformSpec& p, const std::string& name) {
-  for (auto& protocol : p.collectives.protocols) {
-    if (protocol.name == name) return &protocol;
-  }
-  return nullptr;
-}
-
 // The optimiser works on unbounded values: fractions through a logistic, latencies through a
 // logistic of log10(seconds) between 1 ns and 1 ms.
 constexpr double kMinLog10 = -9, kMaxLog10 = -3;
@@ -44,21 +37,16 @@ double from_free(const FitKnob& knob, double x) {
 }  // namespace
 
 std::vector<FitKnob> collective_knobs(PlatformSpec& platform) {
+  // Fixed starting values, whatever the platform file holds (it may hold an earlier fit), so that
+  // the same logs always give the same fit.
   auto& protocols = platform.collectives.protocols;
-  const std::vector<ProtocolSpec> defaults = {
-      {"LL", 0.4, 3e-6, 1e-6}, {"LL128", 0.8, 10e-6, 1e-6}, {"Simple", 1.0, 30e-6, 1e-6}};
-  std::vector<ProtocolSpec> ordered;
-  for (const auto& d : defaults) {
-    const ProtocolSpec* existing = protocol_named(platform, d.name);
-    ordered.push_back(existing ? *existing : d);
-  }
-  ordered[2].bandwidth_efficiency = 1.0;
-  protocols = ordered;
-  // Starting points for values left at their "no calibration" defaults.
-  if (platform.collectives.launch_latency_s <= 0) platform.collectives.launch_latency_s = 4e-6;
-  if (platform.nvlink.efficiency >= 1.0) platform.nvlink.efficiency = 0.8;
-  if (platform.nic.efficiency >= 1.0) platform.nic.efficiency = 0.8;
-  if (platform.collectives.local_copy_efficiency >= 1.0) platform.collectives.local_copy_efficiency = 0.8;
+  protocols = {{"LL", 0.4, 3e-6, 1e-6}, {"LL128", 0.8, 10e-6, 1e-6}, {"Simple", 1.0, 30e-6, 1e-6}};
+  platform.nvlink.efficiency = 0.8;
+  platform.nvlink.latency_s = 1e-6;
+  platform.nic.efficiency = 0.8;
+  platform.nic.latency_s = 2e-6;
+  platform.collectives.launch_latency_s = 4e-6;
+  platform.collectives.local_copy_efficiency = 0.8;
   std::vector<FitKnob> knobs = {
       {true, [](PlatformSpec& p) { return &p.nvlink.efficiency; }},
       {false, [](PlatformSpec& p) { return &p.nvlink.latency_s; }},

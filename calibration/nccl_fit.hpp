@@ -17,8 +17,9 @@ struct FitKnob {
 };
 
 /// The knobs: NVLink and NIC efficiency and latency, launch latency, local copy efficiency, and
-/// per protocol (LL, LL128, Simple) its bandwidth efficiency (Simple's is 1) and step latency.
-/// Ensures the platform has those three protocols.
+/// per protocol (LL, LL128, Simple) its bandwidth efficiency (Simple's is 1), base and step
+/// latency. Replaces the platform's protocols by those three and sets every knob to a fixed
+/// starting value.
 std::vector<FitKnob> collective_knobs(PlatformSpec& platform);
 
 /// The model's predicted time for each point of `log`, with `platform` as it is.
