@@ -18,7 +18,9 @@
 #include "montecarlo/replications.hpp"
 #include "runtime/simulation.hpp"
 #include "stats/results_writer.hpp"
-#include "workload/layer_stack.hpp"
+#include "workload/job_builder.hpp"
+#include "workload/memory_estimate.hpp"
+#include "workload/transformer_job.hpp"
 
 namespace po = boost::program_options;
 using namespace prismsim;
@@ -31,7 +33,7 @@ constexpr int kExitBadInput = 2;
 
 const char* const kUsage =
     "usage: prismsim run SCENARIO.yaml [--out DIR] [--runs N] [--seed S] [--jobs J]\n"
-    "                    [--set PATH=VALUE]...\n"
+    "                    [--set PATH=VALUE]... [--trace FILE.json [--trace-ranks 0-7,64]]\n"
     "       prismsim check SCENARIO.yaml [--set PATH=VALUE]...\n"
     "       prismsim collective --platform PLATFORM.yaml --op OP --gpus N [options]\n"
     "                    (nccl-tests style sweep; prismsim collective --help)\n"
@@ -43,6 +45,8 @@ struct Options {
   std::string out = "out";
   std::vector<std::string> overrides;
   int jobs = 0;
+  std::string trace;         ///< Chrome trace of run 0, or empty
+  std::string trace_ranks;   ///< ranks in the trace; default: the first 8
 };
 
 void write_file(const std::filesystem::path& path, const std::string& text) {
@@ -55,9 +59,20 @@ void write_file(const std::filesystem::path& path, const std::string& text) {
 int run_check(const Options& options) {
   const Scenario s = load_scenario(options.scenario, options.overrides);
   std::cout << fmt::format("{}: ok: scenario {} on {} ({} GPUs of {}), workload {}\n",
-                           options.scenario, s.name, s.platform.name,
-                           s.parallelism.dp * s.parallelism.tp * s.parallelism.pp,
+                           options.scenario, s.name, s.platform.name, s.parallelism.ranks(),
                            s.platform.total_gpus(), s.workload.name);
+  if (s.workload.kind == WorkloadKind::transformer) {
+    const LayerContext c = layer_context(s);
+    std::cout << fmt::format("model: {:.2f} B parameters, {} microbatches of {} per replica "
+                             "per step\n",
+                             model_parameters(c) / 1e9, microbatches_per_replica(s),
+                             s.workload.microbatch);
+    for (const MemoryEstimate& m : estimate_memory(s)) {
+      std::cout << fmt::format("memory per GPU, pipeline stage {}: {} of {:.1f} GiB\n", m.stage,
+                               m.str(), s.platform.gpu.memory_bytes / (1024.0 * 1024 * 1024));
+    }
+  }
+  check_memory(s);
   return kExitOk;
 }
 
@@ -70,8 +85,24 @@ int run_study(const Options& options) {
     throw UsageError(fmt::format("cannot write to output directory '{}'", options.out));
   }
 
-  const Job job = build_layer_stack_job(scenario);
-  Simulation simulation(scenario, job);
+  check_memory(scenario);
+  Topology topology(scenario.platform);
+  const Job job = build_job(scenario, topology);
+  Simulation simulation(scenario, job, std::move(topology));
+  std::unique_ptr<TraceRecorder> trace;
+  if (!options.trace.empty()) {
+    std::vector<int> ranks;
+    try {
+      ranks = options.trace_ranks.empty()
+                  ? parse_rank_list(fmt::format("0-{}", std::min(job.rank_count(), 8) - 1),
+                                    job.rank_count())
+                  : parse_rank_list(options.trace_ranks, job.rank_count());
+    } catch (const std::invalid_argument& e) {
+      throw UsageError(fmt::format("--trace-ranks: {}", e.what()));
+    }
+    trace = std::make_unique<TraceRecorder>(options.trace, std::move(ranks), 0);
+    simulation.set_trace(trace.get());
+  }
   const int jobs = options.jobs > 0
                        ? options.jobs
                        : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
@@ -107,7 +138,11 @@ Options parse_command_line(int argc, char** argv, bool* handled) {
       ("seed", po::value(&seed), "base seed (overrides simulation.seed)")
       ("jobs,j", po::value(&options.jobs), "runs simulated at once (default: CPU count)")
       ("set", po::value(&options.overrides)->composing(),
-       "override a scenario value by its dotted path, e.g. --set parallelism.dp=64");
+       "override a scenario value by its dotted path, e.g. --set parallelism.dp=64")
+      ("trace", po::value(&options.trace),
+       "write a Chrome/Perfetto timeline of run 0 to this JSON file")
+      ("trace-ranks", po::value(&options.trace_ranks),
+       "ranks in the timeline, e.g. 0-7,64 (default: 0-7)");
   po::options_description hidden;
   hidden.add_options()("command", po::value(&options.command))(
       "scenario", po::value(&options.scenario));
@@ -142,6 +177,9 @@ Options parse_command_line(int argc, char** argv, bool* handled) {
   if (vm.count("seed")) {
     if (seed < 0) throw UsageError("--seed must not be negative");
     options.overrides.push_back(fmt::format("simulation.seed={}", seed));
+  }
+  if (vm.count("trace-ranks") && options.trace.empty()) {
+    throw UsageError("--trace-ranks needs --trace FILE");
   }
   if (vm.count("jobs") && (options.jobs < 1 || options.jobs > 1024)) {
     throw UsageError("--jobs must be between 1 and 1024");

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "collectives/collective.hpp"
+#include "core/diagnostics.hpp"
 
 namespace prismsim {
 
@@ -17,6 +18,16 @@ const char* to_string(Precision precision);
 /// Bytes per element of a precision.
 int bytes_per_element(Precision precision);
 
+/// How fast a GPU runs the kernels of a transformer (fitted by calibration; see
+/// workload/compute_model.hpp for the formula).
+struct ComputeModelSpec {
+  double gemm_efficiency = 0.8;       ///< fraction of peak a large GEMM reaches
+  double gemm_half_size = 64;         ///< GEMM dimension at which that dimension halves efficiency
+  double attention_efficiency = 0.5;  ///< fraction of peak of fused (flash) attention
+  double memory_efficiency = 0.8;     ///< fraction of HBM bandwidth of memory-bound kernels
+  double kernel_overhead_s = 4e-6;    ///< launch and framework gap per kernel
+};
+
 /// One GPU model.
 struct GpuSpec {
   std::string model;
@@ -24,6 +35,7 @@ struct GpuSpec {
   double memory_bytes = 0;
   double memory_bandwidth_Bps = 0;
   double efficiency = 1.0;  ///< achieved fraction of peak for the layer-stack workload
+  ComputeModelSpec compute;
 };
 
 /// A point-to-point resource: bandwidth per direction and one-way latency.
@@ -110,22 +122,71 @@ struct PlatformSpec {
   }
 };
 
-/// A model as a stack of identical layers (the simplest workload).
+enum class MlpKind { gelu, swiglu };
+/// unfused: attention as batched GEMMs plus a softmax in memory (Megatron without flash);
+/// flash: one fused kernel.
+enum class AttentionKernel { flash, unfused };
+
+/// A dense decoder-only transformer.
+struct TransformerSpec {
+  int layers = 0;
+  int64_t hidden = 0;
+  int64_t ffn = 0;  ///< MLP inner size; default 4 x hidden
+  MlpKind mlp = MlpKind::gelu;
+  int64_t heads = 0;
+  int64_t kv_heads = 0;  ///< default: heads (multi-head attention); fewer: grouped-query
+  int64_t vocab = 0;
+  int64_t sequence = 0;
+  AttentionKernel attention = AttentionKernel::flash;
+  bool causal = true;  ///< causal attention kernels skip the masked half
+
+  int64_t head_dim() const { return hidden / heads; }
+};
+
+enum class WorkloadKind { layer_stack, transformer };
+
+/// What is trained: a layer stack (identical layers given by their cost) or a transformer.
 struct WorkloadSpec {
   std::string name;
-  int layers = 0;
-  double parameters_per_layer = 0;
-  double forward_flops_per_sample_per_layer = 0;  ///< flop
+  WorkloadKind kind = WorkloadKind::layer_stack;
+  int layers = 0;  ///< layer_stack
+  double parameters_per_layer = 0;                ///< layer_stack
+  double forward_flops_per_sample_per_layer = 0;  ///< layer_stack, flop
+  TransformerSpec model;                          ///< transformer
   Precision precision = Precision::bf16;
+  bool fp8_gemms = false;    ///< transformer: GEMMs run at the fp8 peak
   int64_t global_batch = 0;  ///< samples per training step, over all data-parallel replicas
   int64_t microbatch = 1;    ///< samples per forward/backward pass
 };
+
+/// How data-parallel replicas share gradients and state: plain DDP (gradient all-reduce), ZeRO-1
+/// (optimizer state sharded: gradient reduce-scatter, parameter all-gather) or FSDP / ZeRO-3
+/// (parameters sharded too: per-layer all-gather before use, gradient reduce-scatter after).
+enum class DataParallelKind { ddp, zero1, fsdp };
+enum class PipelineSchedule { gpipe, one_f_one_b, interleaved };
+enum class Recompute { none, selective, full };
+/// The parallel dimensions, as they can be ordered onto GPUs.
+enum class ParallelDim { tp, cp, pp, dp };
 
 struct ParallelismSpec {
   int gpus = 0;  ///< total GPUs used; the product of the degrees
   int dp = 1;
   int tp = 1;
   int pp = 1;
+  int cp = 1;
+  bool sequence_parallel = false;
+  DataParallelKind data_parallel = DataParallelKind::ddp;
+  PipelineSchedule schedule = PipelineSchedule::one_f_one_b;
+  int virtual_stages = 1;             ///< model chunks per pipeline rank (interleaved)
+  std::vector<int> stage_layers;      ///< layers per (virtual) stage; empty: even split
+  Recompute recompute = Recompute::none;
+  /// Innermost first: consecutive ranks differ in order[0] (Megatron: tp, cp, pp, dp).
+  std::vector<ParallelDim> order = {ParallelDim::tp, ParallelDim::cp, ParallelDim::pp,
+                                    ParallelDim::dp};
+  double gradient_bucket_bytes = 0;   ///< 0: Megatron's default, max(40M, 1M x dp) elements
+  bool overlap_gradient_reduce = true;  ///< reduce buckets during the last backward pass
+
+  int ranks() const { return dp * tp * pp * cp; }
 };
 
 struct SimulationSpec {
@@ -138,12 +199,20 @@ struct EngineSpec {
   CollectiveFidelity collective_fidelity = CollectiveFidelity::automatic;
   Algorithm collective_algorithm = Algorithm::automatic;
   int step_fidelity_max_ranks = 64;  ///< largest group simulated step by step in automatic mode
+  int64_t step_fidelity_max_transfers = 4096;  ///< automatic: larger calls run coarse
+  /// Tensor- and context-parallel collectives: simulated in the network, or charged analytically
+  /// (cost model, no contention, group in lockstep) inside the fused compute.
+  enum class LayerComm { automatic, network, analytic } layer_collectives = LayerComm::automatic;
+  /// automatic: in the network while all ranks together make at most this many such calls a step
+  int64_t network_layer_collectives_max_calls = 4096;
+  bool check_memory = true;  ///< refuse transformer configurations that do not fit the GPU
 };
 
 /// A fully validated scenario: everything a run needs, read once from YAML.
 struct Scenario {
   std::string name;
   std::string source;  ///< path of the scenario file
+  SourceLoc parallelism_loc;  ///< for checks made after loading (memory)
   PlatformSpec platform;
   WorkloadSpec workload;
   ParallelismSpec parallelism;

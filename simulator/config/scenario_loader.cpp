@@ -1,8 +1,10 @@
 #include "config/scenario_loader.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <memory>
+#include <numeric>
 #include <set>
 
 #include <fmt/format.h>
@@ -128,6 +130,16 @@ GpuSpec read_gpu(MapReader& parent) {
   assign(gpu.memory_bytes, r.positive_quantity("memory", true, units::parse_bytes));
   assign(gpu.memory_bandwidth_Bps, r.quantity("memory_bandwidth", true, units::parse_bandwidth));
   assign(gpu.efficiency, read_fraction(r, "efficiency"));
+  if (const ConfigNode* compute = r.map("compute", false)) {
+    MapReader c(*compute, r.path_of("compute"), r.diags());
+    ComputeModelSpec& m = gpu.compute;
+    assign(m.gemm_efficiency, read_fraction(c, "gemm_efficiency"));
+    assign(m.gemm_half_size, c.number("gemm_half_size", false, 0.0, false));
+    assign(m.attention_efficiency, read_fraction(c, "attention_efficiency"));
+    assign(m.memory_efficiency, read_fraction(c, "memory_efficiency"));
+    assign(m.kernel_overhead_s, c.quantity("kernel_overhead", false, units::parse_duration));
+    c.finish();
+  }
   r.finish();
   return gpu;
 }
@@ -244,19 +256,66 @@ PlatformSpec read_platform(const ConfigNode& node, Diagnostics& diags) {
   return platform;
 }
 
+/// A positive count written as an integer or with a suffix ("128K").
+std::optional<int64_t> read_size(MapReader& r, std::string_view key, bool required) {
+  auto value = r.positive_quantity(key, required, units::parse_count);
+  if (!value) return std::nullopt;
+  if (*value != std::floor(*value) || *value > 1e15) {
+    r.diags().error(r.get(key, false)->loc,
+                    fmt::format("'{}' must be a whole number, got {}", r.path_of(key), *value));
+    return std::nullopt;
+  }
+  return static_cast<int64_t>(*value);
+}
+
+TransformerSpec read_model(MapReader& parent) {
+  TransformerSpec m;
+  const ConfigNode* node = parent.map("model", true);
+  if (node == nullptr) return m;
+  MapReader r(*node, parent.path_of("model"), parent.diags());
+  assign(m.layers, r.integer("layers", true, 1, 100000));
+  assign(m.hidden, read_size(r, "hidden", true));
+  m.ffn = 4 * m.hidden;
+  assign(m.ffn, read_size(r, "ffn", false));
+  assign(m.mlp, r.choice("mlp", false, {"gelu", "swiglu"}));
+  assign(m.heads, read_size(r, "heads", true));
+  m.kv_heads = m.heads;
+  assign(m.kv_heads, read_size(r, "kv_heads", false));
+  assign(m.vocab, read_size(r, "vocab", true));
+  assign(m.sequence, read_size(r, "sequence", true));
+  assign(m.attention, r.choice("attention", false, {"flash", "unfused"}));
+  assign(m.causal, r.boolean("causal", false));
+  r.finish();
+  if (m.heads > 0 && m.hidden % m.heads != 0) {
+    parent.diags().error(node->loc, fmt::format("'{}' hidden {} is not a multiple of heads {}",
+                                                parent.path_of("model"), m.hidden, m.heads));
+  }
+  if (m.kv_heads > 0 && m.heads % m.kv_heads != 0) {
+    parent.diags().error(node->loc, fmt::format("'{}' heads {} is not a multiple of kv_heads {}",
+                                                parent.path_of("model"), m.heads, m.kv_heads));
+  }
+  return m;
+}
+
 WorkloadSpec read_workload(const ConfigNode& node, Diagnostics& diags) {
   WorkloadSpec workload;
   MapReader r(node, "workload", diags);
   assign(workload.name, r.string("name", true));
-  r.choice("kind", true, {"layer_stack"});
-  assign(workload.layers, r.integer("layers", true, 1, 100000));
-  if (const ConfigNode* layer = r.map("layer", true)) {
-    MapReader l(*layer, "workload.layer", diags);
-    assign(workload.parameters_per_layer,
-           l.positive_quantity("parameters", true, units::parse_count));
-    assign(workload.forward_flops_per_sample_per_layer,
-           l.positive_quantity("forward_flops_per_sample", true, units::parse_flops));
-    l.finish();
+  assign(workload.kind, r.choice("kind", true, {"layer_stack", "transformer"}));
+  if (workload.kind == WorkloadKind::layer_stack) {
+    assign(workload.layers, r.integer("layers", true, 1, 100000));
+    if (const ConfigNode* layer = r.map("layer", true)) {
+      MapReader l(*layer, "workload.layer", diags);
+      assign(workload.parameters_per_layer,
+             l.positive_quantity("parameters", true, units::parse_count));
+      assign(workload.forward_flops_per_sample_per_layer,
+             l.positive_quantity("forward_flops_per_sample", true, units::parse_flops));
+      l.finish();
+    }
+  } else {
+    workload.model = read_model(r);
+    workload.layers = workload.model.layers;
+    assign(workload.fp8_gemms, r.boolean("fp8_gemms", false));
   }
   assign(workload.precision, r.choice("precision", true, kPrecisionNames));
   assign(workload.global_batch, r.integer("global_batch", true, 1, kMaxInt64));
@@ -272,7 +331,49 @@ void read_run_settings(MapReader& r, Scenario& s) {
     assign(s.parallelism.dp, p.integer("dp", false, 1));
     assign(s.parallelism.tp, p.integer("tp", false, 1));
     assign(s.parallelism.pp, p.integer("pp", false, 1));
+    assign(s.parallelism.cp, p.integer("cp", false, 1));
+    assign(s.parallelism.sequence_parallel, p.boolean("sequence_parallel", false));
+    assign(s.parallelism.data_parallel, p.choice("data_parallel", false, {"ddp", "zero1", "fsdp"}));
+    assign(s.parallelism.schedule,
+           p.choice("schedule", false, {"gpipe", "1f1b", "interleaved"}));
+    assign(s.parallelism.virtual_stages, p.integer("virtual_stages", false, 1, 1024));
+    if (const ConfigNode* list = p.list("stage_layers", false)) {
+      for (size_t i = 0; i < list->items.size(); ++i) {
+        auto layers = read_quantity(list->items[i], p.path_of("stage_layers"), units::parse_count,
+                                    r.diags());
+        if (layers && (*layers < 1 || *layers != std::floor(*layers) || *layers > 100000)) {
+          r.diags().error(list->items[i].loc,
+                          fmt::format("'{}.{}' must be a whole number of layers, at least 1",
+                                      p.path_of("stage_layers"), i));
+        } else if (layers) {
+          s.parallelism.stage_layers.push_back(static_cast<int>(*layers));
+        }
+      }
+    }
+    assign(s.parallelism.recompute, p.choice("recompute", false, {"none", "selective", "full"}));
+    if (const ConfigNode* list = p.list("order", false)) {
+      const std::vector<std::string> names = {"tp", "cp", "pp", "dp"};
+      std::vector<ParallelDim> order;
+      for (const auto& item : list->items) {
+        auto it = std::find(names.begin(), names.end(), item.scalar);
+        if (it == names.end() || std::find(order.begin(), order.end(),
+                                           static_cast<ParallelDim>(it - names.begin())) != order.end()) {
+          break;
+        }
+        order.push_back(static_cast<ParallelDim>(it - names.begin()));
+      }
+      if (order.size() != 4 || list->items.size() != 4) {
+        r.diags().error(list->loc, fmt::format("'{}' must list tp, cp, pp and dp once each, "
+                                               "innermost first", p.path_of("order")));
+      } else {
+        s.parallelism.order = order;
+      }
+    }
+    assign(s.parallelism.gradient_bucket_bytes,
+           p.positive_quantity("gradient_bucket", false, units::parse_bytes));
+    assign(s.parallelism.overlap_gradient_reduce, p.boolean("overlap_gradient_reduce", false));
     p.finish();
+    s.parallelism_loc = node->loc;
   }
   if (const ConfigNode* node = r.map("simulation", false)) {
     MapReader m(*node, "simulation", r.diags());
@@ -286,7 +387,14 @@ void read_run_settings(MapReader& r, Scenario& s) {
     assign(s.engine.collective_fidelity,
            e.choice("collective_fidelity", false, {"auto", "step", "coarse"}));
     assign(s.engine.step_fidelity_max_ranks, e.integer("step_fidelity_max_ranks", false, 2));
+    assign(s.engine.step_fidelity_max_transfers,
+           e.integer("step_fidelity_max_transfers", false, 1, kMaxInt64));
     assign(s.engine.collective_algorithm, e.choice("collective_algorithm", false, algorithm_names()));
+    assign(s.engine.layer_collectives,
+           e.choice("layer_collectives", false, {"auto", "network", "analytic"}));
+    assign(s.engine.network_layer_collectives_max_calls,
+           e.integer("network_layer_collectives_max_calls", false, 0, kMaxInt64));
+    assign(s.engine.check_memory, e.boolean("check_memory", false));
     e.finish();
   }
 }
@@ -360,39 +468,101 @@ bool check_platform(const ConfigNode& root, const PlatformSpec& platform, Diagno
   return true;
 }
 
+/// A forced algorithm must be able to run the data-parallel gradient collective.
+void check_forced_algorithm(const ConfigNode& root, const Scenario& s, int dp_group,
+                            Diagnostics& diags) {
+  const Algorithm forced = s.engine.collective_algorithm;
+  const SourceLoc at = loc_of(root, "engine.collective_algorithm");
+  const int per_node = s.platform.gpus_per_node;
+  if (forced == Algorithm::direct) {
+    diags.error(at, "collective_algorithm 'direct' cannot run the gradient all_reduce");
+  } else if (forced == Algorithm::nvls && (!s.platform.nvls || dp_group > per_node)) {
+    diags.error(at, "collective_algorithm 'nvls' needs 'platform.node.nvls: true' and "
+                    "a data-parallel group inside one node");
+  } else if (forced == Algorithm::hierarchical &&
+             (dp_group <= per_node || dp_group % per_node != 0)) {
+    diags.error(at, "collective_algorithm 'hierarchical' needs a data-parallel group "
+                    "of several whole nodes");
+  }
+}
+
+/// Rules of a transformer workload against its parallelism (Megatron's rules).
+void check_transformer(const ConfigNode& root, const Scenario& s, Diagnostics& diags) {
+  const auto& p = s.parallelism;
+  const auto& m = s.workload.model;
+  const SourceLoc at = loc_of(root, "parallelism");
+  auto require_multiple = [&](int64_t value, const char* what, int64_t divisor, const char* by) {
+    if (divisor > 0 && value % divisor != 0) {
+      diags.error(at, fmt::format("{} {} is not a multiple of {} {}", what, value, by, divisor));
+    }
+  };
+  require_multiple(m.heads, "model heads", p.tp, "tp");
+  require_multiple(m.kv_heads, "model kv_heads", p.tp, "tp");
+  require_multiple(m.ffn, "model ffn", p.tp, "tp");
+  require_multiple(m.sequence, "model sequence", p.cp, "cp");
+  if (p.sequence_parallel) require_multiple(m.sequence / p.cp, "sequence per cp rank", p.tp, "tp");
+
+  const int chunks = p.pp * p.virtual_stages;
+  if (p.schedule == PipelineSchedule::interleaved && (p.virtual_stages < 2 || p.pp < 2)) {
+    diags.error(at, "schedule 'interleaved' needs pp >= 2 and virtual_stages >= 2");
+  } else if (p.schedule != PipelineSchedule::interleaved && p.virtual_stages != 1) {
+    diags.error(at, "virtual_stages > 1 needs schedule 'interleaved'");
+  }
+  if (!p.stage_layers.empty()) {
+    const int64_t sum = std::accumulate(p.stage_layers.begin(), p.stage_layers.end(), int64_t{0});
+    if (static_cast<int>(p.stage_layers.size()) != chunks || sum != m.layers) {
+      diags.error(loc_of(root, "parallelism.stage_layers"),
+                  fmt::format("'parallelism.stage_layers' must give {} stages (pp x "
+                              "virtual_stages) summing to the model's {} layers; got {} "
+                              "summing to {}", chunks, m.layers, p.stage_layers.size(), sum));
+    }
+  } else if (m.layers % chunks != 0) {
+    diags.error(at, fmt::format("model layers {} is not a multiple of pp x virtual_stages {}; "
+                                "give 'parallelism.stage_layers' for an uneven split",
+                                m.layers, chunks));
+  }
+  const auto& w = s.workload;
+  if (w.microbatch <= kMaxInt64 / p.dp && w.global_batch % (p.dp * w.microbatch) == 0) {
+    const int64_t microbatches = w.global_batch / (p.dp * w.microbatch);
+    if (p.schedule == PipelineSchedule::interleaved && microbatches % p.pp != 0) {
+      diags.error(loc_of(root, "workload.global_batch"),
+                  fmt::format("schedule 'interleaved' needs the {} microbatches per replica to "
+                              "be a multiple of pp {}", microbatches, p.pp));
+    }
+  }
+  if (w.fp8_gemms && !s.platform.gpu.peak_flops.count(Precision::fp8)) {
+    diags.error(loc_of(root, "workload.fp8_gemms"),
+                fmt::format("platform '{}' gives no peak_flops for precision 'fp8'",
+                            s.platform.name));
+  }
+}
+
 /// Rules that span the scenario's sections.
 void cross_check(const ConfigNode& root, const Scenario& s, Diagnostics& diags) {
   if (!check_platform(root, s.platform, diags)) return;
   const SourceLoc at = loc_of(root, "parallelism");
   const auto& p = s.parallelism;
-  const int64_t product = static_cast<int64_t>(p.dp) * p.tp * p.pp;
+  const int64_t product = static_cast<int64_t>(p.dp) * p.tp * p.pp * p.cp;
   if (p.gpus != 0 && product != p.gpus) {
-    diags.error(at, fmt::format("parallel degrees dp {} x tp {} x pp {} = {} do not match "
-                                "'parallelism.gpus' {}", p.dp, p.tp, p.pp, product, p.gpus));
+    diags.error(at, fmt::format("parallel degrees dp {} x tp {} x pp {} x cp {} = {} do not match "
+                                "'parallelism.gpus' {}", p.dp, p.tp, p.pp, p.cp, product, p.gpus));
   }
   const int capacity = s.platform.total_gpus();
   if (product > capacity) {
     diags.error(at, fmt::format("the scenario needs {} GPUs but platform '{}' holds {}", product,
                                 s.platform.name, capacity));
   }
-  // The layer-stack workload's only collective is the data-parallel gradient all-reduce.
-  const Algorithm forced = s.engine.collective_algorithm;
-  const SourceLoc algorithm_at = loc_of(root, "engine.collective_algorithm");
-  if (forced == Algorithm::direct) {
-    diags.error(algorithm_at, "collective_algorithm 'direct' cannot run the gradient all_reduce");
-  } else if (forced == Algorithm::nvls && (!s.platform.nvls || p.dp > s.platform.gpus_per_node)) {
-    diags.error(algorithm_at, "collective_algorithm 'nvls' needs 'platform.node.nvls: true' and "
-                              "a data-parallel group inside one node");
-  } else if (forced == Algorithm::hierarchical &&
-             (p.dp <= s.platform.gpus_per_node || p.dp % s.platform.gpus_per_node != 0)) {
-    diags.error(algorithm_at, "collective_algorithm 'hierarchical' needs a data-parallel group "
-                              "of several whole nodes");
-  }
-  if (p.tp != 1 || p.pp != 1) {
-    diags.error(at, fmt::format("workload kind 'layer_stack' supports data parallelism only "
-                                "(tp {} and pp {} must be 1)", p.tp, p.pp));
-  }
   const auto& w = s.workload;
+  if (w.kind == WorkloadKind::layer_stack) {
+    check_forced_algorithm(root, s, p.dp, diags);
+    if (p.tp != 1 || p.pp != 1 || p.cp != 1) {
+      diags.error(at, fmt::format("workload kind 'layer_stack' supports data parallelism only "
+                                  "(tp {}, pp {} and cp {} must be 1)", p.tp, p.pp, p.cp));
+    }
+  } else {
+    check_forced_algorithm(root, s, p.dp * p.cp, diags);
+    check_transformer(root, s, diags);
+  }
   // dp x microbatch can overflow: test it before multiplying.
   if (w.microbatch > kMaxInt64 / p.dp || w.global_batch % (p.dp * w.microbatch) != 0) {
     diags.error(loc_of(root, "workload.global_batch"),

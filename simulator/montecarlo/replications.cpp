@@ -44,9 +44,10 @@ bool read_all(int fd, void* data, size_t size) {
 }
 
 /// In the child: simulate, stream each finished step, then the counters. Never returns.
-[[noreturn]] void child_main(Simulation& simulation, int fd, int steps) {
+[[noreturn]] void child_main(Simulation& simulation, int run, int fd, int steps) {
   int status = 0;
   try {
+    simulation.set_run(run);
     const int done = simulation.run([fd](int, double step_time_s) {
       const uint8_t kind = kStep;
       write_all(fd, &kind, 1);
@@ -122,7 +123,7 @@ std::vector<RunRecord> run_replications(Simulation& simulation, int runs, uint64
       if (pid == 0) {
         ::close(fds[0]);
         for (const Child& other : running) ::close(other.fd);
-        child_main(simulation, fds[1], steps);
+        child_main(simulation, run, fds[1], steps);
       }
       ::close(fds[1]);
       running.push_back({run, pid, fds[0]});

@@ -65,11 +65,22 @@ const PreparedCollective& GroupRuntime::prepare(CollectiveOp op, double bytes,
     call.local_copy_s = choice.seconds;
     return prepared_.emplace(key, std::move(call)).first->second;
   }
+  call.plan = planner_.plan(op, call.algorithm, bytes, root);
+  // Automatic: step by step while the call stays small (each step of each lane of each member is
+  // a transfer); coarse beyond.
+  int64_t transfers = 0;
   const int n = size();
+  if (n <= engine_.step_fidelity_max_ranks) {
+    for (int position = 0; position < n; ++position) {
+      for (int lane = 0; lane < call.plan->lanes(); ++lane) {
+        transfers += call.plan->step_count(position, lane);
+      }
+    }
+  }
   call.coarse = engine_.collective_fidelity == CollectiveFidelity::coarse ||
                 (engine_.collective_fidelity == CollectiveFidelity::automatic &&
-                 n > engine_.step_fidelity_max_ranks);
-  call.plan = planner_.plan(op, call.algorithm, bytes, root);
+                 (n > engine_.step_fidelity_max_ranks ||
+                  transfers > engine_.step_fidelity_max_transfers));
   return prepared_.emplace(key, std::move(call)).first->second;
 }
 

@@ -4,6 +4,7 @@
 #include <cassert>
 #include <string>
 
+#include <fmt/format.h>
 #include <simgrid/s4u.hpp>
 
 #include "platform/sim_platform.hpp"
@@ -12,8 +13,15 @@ namespace prismsim {
 
 namespace sg4 = simgrid::s4u;
 
+namespace {
+int payload_tag = 0;
+}  // namespace
+
 Simulation::Simulation(const Scenario& scenario, const Job& job)
-    : scenario_(scenario), job_(job), topology_(scenario.platform) {
+    : Simulation(scenario, job, Topology(scenario.platform)) {}
+
+Simulation::Simulation(const Scenario& scenario, const Job& job, Topology topology)
+    : scenario_(scenario), job_(job), topology_(std::move(topology)) {
   engine_ = create_engine();
   const double speed = scenario.platform.gpu.peak_flops.at(scenario.workload.precision);
   hosts_ = build_sim_platform(topology_, speed);
@@ -30,8 +38,10 @@ Simulation::Simulation(const Scenario& scenario, const Job& job)
                                                      topology_, scenario.platform,
                                                      scenario.engine));
   }
-
-  ranks_done_.assign(static_cast<size_t>(scenario.simulation.steps), 0);
+  for (const auto& program : job.program_of_rank) {
+    stream_count_ += static_cast<int>(program->streams.size());
+  }
+  streams_done_.assign(static_cast<size_t>(scenario.simulation.steps), 0);
 }
 
 Simulation::~Simulation() = default;
@@ -42,12 +52,14 @@ std::string Simulation::collective_summary() {
     if (groups_[g]->size() > groups_[largest]->size()) largest = g;
   }
   for (const auto& program : job_.program_of_rank) {
-    for (const Op& op : program->ops) {
-      if (op.kind != Op::Kind::collective || op.group != static_cast<int>(largest)) continue;
-      const PreparedCollective& call = groups_[largest]->prepare(
-          op.collective, op.bytes, scenario_.engine.collective_algorithm, op.root);
-      return std::string(to_string(call.algorithm)) + "/" + call.protocol->name + "/" +
-             (call.coarse ? "coarse" : "step");
+    for (const auto& stream : program->streams) {
+      for (const Op& op : stream) {
+        if (op.kind != Op::Kind::collective || op.group != static_cast<int>(largest)) continue;
+        const PreparedCollective& call = groups_[largest]->prepare(
+            op.collective, op.bytes, scenario_.engine.collective_algorithm, op.root);
+        return std::string(to_string(call.algorithm)) + "/" + call.protocol->name + "/" +
+               (call.coarse ? "coarse" : "step");
+      }
     }
   }
   return "none";
@@ -55,35 +67,89 @@ std::string Simulation::collective_summary() {
 
 int Simulation::run(const StepCallback& on_step) {
   on_step_ = on_step;
+  if (trace_ != nullptr && trace_->run() != run_) trace_ = nullptr;
   // Actors are created here, in the replication's process: their stacks would make fork() of a
   // large simulation fail for lack of commit charge.
+  events_.resize(static_cast<size_t>(job_.rank_count()));
   for (int rank = 0; rank < job_.rank_count(); ++rank) {
+    const Program& program = *job_.program_of_rank[static_cast<size_t>(rank)];
+    if (program.events > 0) {
+      RankEvents& events = events_[static_cast<size_t>(rank)];
+      events.recorded.assign(static_cast<size_t>(program.events), 0);
+      events.mutex = sg4::Mutex::create();
+      events.changed = sg4::ConditionVariable::create();
+    }
     sg4::Host* host = hosts_[static_cast<size_t>(job_.gpu_of_rank[static_cast<size_t>(rank)])];
-    sg4::Actor::create("rank" + std::to_string(rank), host, [this, rank] { rank_main(rank); });
+    for (int stream = 0; stream < static_cast<int>(program.streams.size()); ++stream) {
+      const std::string name = stream == 0 ? "rank" + std::to_string(rank)
+                                           : fmt::format("rank{}.{}", rank, stream);
+      sg4::Actor::create(name, host, [this, rank, stream] { stream_main(rank, stream); });
+    }
   }
-  engine_->run();
+  try {
+    engine_->run();
+  } catch (...) {
+    write_trace();
+    throw;
+  }
+  write_trace();
   return steps_completed_;
 }
 
-void Simulation::rank_main(int rank) {
+void Simulation::stream_main(int rank, int stream) {
   const Program& program = *job_.program_of_rank[static_cast<size_t>(rank)];
+  const std::vector<Op>& ops = program.streams[static_cast<size_t>(stream)];
   const double speed = sg4::this_actor::get_host()->get_speed();
+  const bool traced = trace_ != nullptr && trace_->wants(rank);
+  RankEvents& events = events_[static_cast<size_t>(rank)];
+  std::vector<sg4::CommPtr> sends;
+  std::vector<const Op*> fused;  // compute ops of the pending execution, for the trace
+
+  auto span = [&](double start, std::string name, std::string category, int microbatch) {
+    trace_->add({rank, stream, start, sg4::Engine::get_clock(), std::move(name),
+                 std::move(category), microbatch});
+  };
+  auto op_seconds = [&](const Op& op) {
+    return op.segment >= 0 ? job_.segments[static_cast<size_t>(op.segment)].seconds : op.seconds;
+  };
   for (int step = 0; step < scenario_.simulation.steps; ++step) {
     // Consecutive compute ops have no outside interaction: run them as one execution.
     double pending_s = 0;
     auto flush_compute = [&] {
       if (pending_s <= 0) return;
+      const double start = sg4::Engine::get_clock();
       sg4::this_actor::execute(pending_s * speed);
       ++counters_.executions;
+      if (traced) {
+        // Kernels in proportion to their nominal durations.
+        const double scale = (sg4::Engine::get_clock() - start) / pending_s;
+        double at = start;
+        for (const Op* op : fused) {
+          const auto add = [&](const std::string& name, const char* category, double seconds) {
+            trace_->add({rank, stream, at, at + seconds * scale, name, category, op->microbatch});
+            at += seconds * scale;
+          };
+          if (op->segment < 0) {
+            add("compute", "compute", op->seconds);
+            continue;
+          }
+          for (const Kernel& k : job_.segments[static_cast<size_t>(op->segment)].kernels) {
+            add(k.name, to_string(k.kernel_class), k.seconds);
+          }
+        }
+        fused.clear();
+      }
       pending_s = 0;
     };
-    for (const Op& op : program.ops) {
+    for (const Op& op : ops) {
+      if (op.kind != Op::Kind::compute) flush_compute();
+      const double start = sg4::Engine::get_clock();
       switch (op.kind) {
         case Op::Kind::compute:
-          pending_s += op.seconds;
+          pending_s += op_seconds(op);
+          if (traced) fused.push_back(&op);
           break;
         case Op::Kind::collective: {
-          flush_compute();
           const int position = position_[static_cast<size_t>(op.group)][static_cast<size_t>(rank)];
           assert(position >= 0 && "a rank only runs collectives of its groups");
           GroupRuntime& group = *groups_[static_cast<size_t>(op.group)];
@@ -91,21 +157,70 @@ void Simulation::rank_main(int rank) {
                     group.prepare(op.collective, op.bytes, scenario_.engine.collective_algorithm,
                                   op.root),
                     counters_);
+          if (traced) {
+            span(start, fmt::format("{} {}", job_.groups[static_cast<size_t>(op.group)].name,
+                                    to_string(op.collective)),
+                 "collective", op.microbatch);
+          }
+          break;
+        }
+        case Op::Kind::send: {
+          sg4::Mailbox* box = sg4::Mailbox::by_name(fmt::format("p{}>{}", rank, op.peer));
+          sends.push_back(box->put_async(&payload_tag, static_cast<uint64_t>(op.bytes)));
+          ++counters_.transfers;
+          break;
+        }
+        case Op::Kind::recv: {
+          sg4::Mailbox::by_name(fmt::format("p{}>{}", op.peer, rank))->get<int>();
+          if (traced) span(start, fmt::format("recv from rank {}", op.peer), "p2p", op.microbatch);
+          break;
+        }
+        case Op::Kind::record: {
+          const std::unique_lock lock(*events.mutex);
+          ++events.recorded[static_cast<size_t>(op.event)];
+          events.changed->notify_all();
+          break;
+        }
+        case Op::Kind::wait: {
+          std::unique_lock lock(*events.mutex);
+          while (events.recorded[static_cast<size_t>(op.event)] <= step) events.changed->wait(lock);
+          lock.unlock();
+          if (traced && sg4::Engine::get_clock() > start) span(start, "wait", "wait", -1);
           break;
         }
       }
     }
     flush_compute();
+    // Sends finish when their receivers take them; the step ends after they have.
+    if (!sends.empty()) sg4::Comm::wait_all(sends);
+    sends.clear();
     finish_step(step);
   }
 }
 
 void Simulation::finish_step(int step) {
-  if (++ranks_done_[static_cast<size_t>(step)] < job_.rank_count()) return;
+  if (++streams_done_[static_cast<size_t>(step)] < stream_count_) return;
   const double now = sg4::Engine::get_clock();
   steps_completed_ = step + 1;
   if (on_step_) on_step_(step, now - last_step_end_s_);
   last_step_end_s_ = now;
+}
+
+void Simulation::write_trace() const {
+  if (trace_ == nullptr) return;
+  size_t streams = 1;
+  for (const auto& program : job_.program_of_rank) streams = std::max(streams, program->streams.size());
+  const std::vector<std::string> names = {"compute", "data-parallel", "data-parallel reduce"};
+  std::vector<std::string> stream_names;
+  for (size_t s = 0; s < streams; ++s) {
+    stream_names.push_back(s < names.size() ? names[s] : fmt::format("stream {}", s));
+  }
+  std::vector<std::string> labels;
+  for (int rank = 0; rank < job_.rank_count(); ++rank) {
+    labels.push_back(fmt::format("rank {} (GPU {})", rank,
+                                 job_.gpu_of_rank[static_cast<size_t>(rank)]));
+  }
+  trace_->write(stream_names, labels);
 }
 
 }  // namespace prismsim

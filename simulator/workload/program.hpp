@@ -8,39 +8,97 @@
 
 namespace prismsim {
 
-/// One thing a rank does, in order.
-struct Op {
-  enum class Kind { compute, collective };
+/// What a kernel is, for variability and traces.
+enum class KernelClass { gemm, attention, elementwise, optimizer, communication };
+const char* to_string(KernelClass kernel_class);
 
-  Kind kind = Kind::compute;
-  double seconds = 0;  ///< compute: nominal duration on this rank's GPU
-  CollectiveOp collective = CollectiveOp::all_reduce;
-  double bytes = 0;    ///< collective: size in nccl-tests' convention
-  int group = -1;      ///< collective: index into Job::groups
-  int root = 0;        ///< broadcast/reduce: group position of the root
+/// One GPU kernel (or a collective charged analytically) with its nominal duration.
+struct Kernel {
+  std::string name;
+  KernelClass kernel_class = KernelClass::gemm;
+  double seconds = 0;
+};
 
-  static Op compute_for(double seconds) { return Op{Kind::compute, seconds}; }
-  static Op collective_on(CollectiveOp op, double bytes, int group) {
-    return Op{Kind::collective, 0, op, bytes, group};
+/// Kernels that run back to back with no outside interaction: simulated as one execution whose
+/// amount is the sum of theirs. Shared by every rank (and pass) that runs the same kernels.
+struct Segment {
+  std::string name;  ///< "fwd layers 0-9", "optimizer"
+  std::vector<Kernel> kernels;
+  double seconds = 0;  ///< sum of the kernels
+
+  void add(Kernel kernel) {
+    seconds += kernel.seconds;
+    kernels.push_back(std::move(kernel));
   }
 };
 
-/// The ops one rank runs in every training step.
-struct Program {
-  std::vector<Op> ops;
+/// One thing a stream of a rank does, in order.
+struct Op {
+  enum class Kind {
+    compute,     ///< run Job::segments[segment] (or `seconds` when segment < 0)
+    collective,  ///< run a collective on Job::groups[group]
+    send,        ///< post a point-to-point send of `bytes` to rank `peer`; it completes on its own
+    recv,        ///< receive `bytes` from rank `peer` (blocks until it arrives)
+    record,      ///< mark event `event` of this rank as reached (once per step)
+    wait,        ///< block until this rank's event `event` was recorded in this step
+  };
+
+  Kind kind = Kind::compute;
+  double seconds = 0;
+  int segment = -1;
+  CollectiveOp collective = CollectiveOp::all_reduce;
+  double bytes = 0;  ///< collective: size in nccl-tests' convention; send/recv: payload
+  int group = -1;    ///< collective: index into Job::groups
+  int root = 0;      ///< broadcast/reduce: group position of the root
+  int peer = -1;     ///< send/recv: the other rank
+  int event = -1;    ///< record/wait
+  int microbatch = -1;  ///< for traces: the microbatch a compute or transfer belongs to
+
+  static Op compute_for(double seconds) { return Op{Kind::compute, seconds}; }
+  static Op run_segment(int segment, int microbatch = -1) {
+    Op op{Kind::compute};
+    op.segment = segment;
+    op.microbatch = microbatch;
+    return op;
+  }
+  static Op collective_on(CollectiveOp op, double bytes, int group) {
+    return Op{Kind::collective, 0, -1, op, bytes, group};
+  }
+  static Op transfer(Kind kind, int peer, double bytes, int microbatch) {
+    Op op{kind};
+    op.peer = peer;
+    op.bytes = bytes;
+    op.microbatch = microbatch;
+    return op;
+  }
+  static Op sync(Kind kind, int event) {
+    Op op{kind};
+    op.event = event;
+    return op;
+  }
 };
 
-/// Ranks taking part in one collective, in ring order.
+/// What one rank runs in every training step: one op list per stream. Streams run concurrently
+/// and synchronise through events, as CUDA streams do; stream 0 is the compute stream.
+struct Program {
+  std::vector<std::vector<Op>> streams = {{}};
+  int events = 0;  ///< event ids used: 0 .. events-1
+};
+
+/// Ranks taking part in one collective, in ring order. Each group is one communicator: a stream
+/// that runs collectives concurrently with another stream of the same ranks uses its own group.
 struct CollectiveGroup {
   std::vector<int> ranks;
+  std::string name;  ///< "tp", "dp", ... for traces
 };
 
 /// Everything the runtime executes: per rank, a program (shared between identical ranks) and the
-/// GPU it runs on; the collective groups the programs refer to.
+/// GPU it runs on; the collective groups and compute segments the programs refer to.
 struct Job {
   std::vector<std::shared_ptr<const Program>> program_of_rank;
   std::vector<int> gpu_of_rank;
   std::vector<CollectiveGroup> groups;
+  std::vector<Segment> segments;
 
   int rank_count() const { return static_cast<int>(gpu_of_rank.size()); }
 };

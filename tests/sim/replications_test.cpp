@@ -32,7 +32,7 @@ Job pair_job(const Program& first, const Program& second) {
   Job job;
   job.gpu_of_rank = {0, 1};
   job.program_of_rank = {std::make_shared<Program>(first), std::make_shared<Program>(second)};
-  job.groups.push_back(CollectiveGroup{{0, 1}});
+  job.groups.push_back(CollectiveGroup{{0, 1}, "pair"});
   return job;
 }
 
@@ -40,7 +40,7 @@ Job pair_job(const Program& first, const Program& second) {
 
 TEST_CASE("replications return every run in order with its own seed") {
   const Scenario s = two_gpu_scenario(3);
-  const Program program{{Op::compute_for(0.5), Op::collective_on(CollectiveOp::all_reduce, 2e6, 0)}};
+  const Program program{{{Op::compute_for(0.5), Op::collective_on(CollectiveOp::all_reduce, 2e6, 0)}}};
   const Job job = pair_job(program, program);
   Simulation simulation(s, job);
   const auto runs = run_replications(simulation, 5, 11, 3, 2);
@@ -61,10 +61,10 @@ TEST_CASE("a run that stops early keeps the steps it finished and reports why") 
   // Rank 0 joins one more all-reduce per step than rank 1: the first step completes, then rank 0
   // waits forever for a partner and SimGrid ends the run.
   const Scenario s = two_gpu_scenario(2);
-  const Program greedy{{Op::compute_for(0.5),
+  const Program greedy{{{Op::compute_for(0.5),
                         Op::collective_on(CollectiveOp::all_reduce, 2e6, 0),
-                        Op::collective_on(CollectiveOp::all_reduce, 2e6, 0)}};
-  const Program normal{{Op::compute_for(0.5), Op::collective_on(CollectiveOp::all_reduce, 2e6, 0)}};
+                        Op::collective_on(CollectiveOp::all_reduce, 2e6, 0)}}};
+  const Program normal{{{Op::compute_for(0.5), Op::collective_on(CollectiveOp::all_reduce, 2e6, 0)}}};
   const Job job = pair_job(greedy, normal);
   Simulation simulation(s, job);
   const auto runs = run_replications(simulation, 2, 1, 2, 2);

@@ -25,12 +25,12 @@ TEST_CASE("a layer-stack step is forward and backward per microbatch then one al
   CHECK(job.groups[0].ranks.size() == 16);
   const Program& program = *job.program_of_rank[5];
   // 64 / 16 = 4 samples per rank = 2 microbatches of 2; 32 layers forward + 32 backward each.
-  REQUIRE(program.ops.size() == 2 * 64 + 1);
+  REQUIRE(program.streams[0].size() == 2 * 64 + 1);
   double compute_s = 0;
-  for (size_t i = 0; i + 1 < program.ops.size(); ++i) compute_s += program.ops[i].seconds;
+  for (size_t i = 0; i + 1 < program.streams[0].size(); ++i) compute_s += program.streams[0][i].seconds;
   const double flops = 4 * 32 * 3 * 1.79e12;
   CHECK(compute_s == doctest::Approx(flops / (989e12 * 0.5)));
-  const Op& reduce = program.ops.back();
+  const Op& reduce = program.streams[0].back();
   CHECK(reduce.kind == Op::Kind::collective);
   CHECK(reduce.collective == CollectiveOp::all_reduce);
   CHECK(reduce.bytes == doctest::Approx(202e6 * 32 * 2));

@@ -1,0 +1,38 @@
+#pragma once
+
+#include <string>
+
+#include "config/scenario.hpp"
+#include "workload/program.hpp"
+
+namespace prismsim {
+
+/// The work of one kernel before it is timed. GEMMs give their shape (m x k by k x n, `batch`
+/// independent products), the others only flops and bytes.
+struct KernelWork {
+  std::string name;
+  KernelClass kernel_class = KernelClass::elementwise;
+  double flops = 0;
+  double bytes = 0;  ///< HBM traffic
+  double m = 0, n = 0, k = 0;
+  double batch = 1;
+};
+
+/// A GEMM of shape m x n x k (batch products) with `bytes_per_element` operands.
+KernelWork gemm(std::string name, double m, double n, double k, double bytes_per_element,
+                double batch = 1);
+/// A memory-bound kernel moving `bytes`.
+KernelWork memory_bound(std::string name, double bytes,
+                        KernelClass kernel_class = KernelClass::elementwise);
+
+/// Fraction of peak a GEMM of this shape reaches: gemm_efficiency x prod over m, n, k of
+/// x / (x + gemm_half_size). Small or skinny GEMMs leave tiles and waves partly empty and move
+/// more bytes per flop; the factor models both with one size.
+double gemm_efficiency(const ComputeModelSpec& model, double m, double n, double k);
+
+/// Nominal duration on `gpu`: kernel_overhead + the larger of compute time (flops at the peak of
+/// `precision` x the class's efficiency) and memory time (bytes at HBM bandwidth x
+/// memory_efficiency), a roofline.
+double kernel_seconds(const KernelWork& work, const GpuSpec& gpu, Precision precision);
+
+}  // namespace prismsim

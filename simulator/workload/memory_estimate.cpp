@@ -1,0 +1,120 @@
+#include "workload/memory_estimate.hpp"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "core/diagnostics.hpp"
+#include "workload/pipeline_schedule.hpp"
+#include "workload/transformer_job.hpp"
+#include "workload/transformer_model.hpp"
+
+namespace prismsim {
+namespace {
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+}  // namespace
+
+std::string MemoryEstimate::str() const {
+  return fmt::format("{:.1f} GiB (weights {:.1f}, gradients {:.1f}, optimizer {:.1f}, "
+                     "activations {:.1f}, transient {:.1f})",
+                     total() / kGiB, weights / kGiB, gradients / kGiB, optimizer / kGiB,
+                     activations / kGiB, transient / kGiB);
+}
+
+double layer_activation_bytes(const Scenario& scenario) {
+  const LayerContext c = layer_context(scenario);
+  const auto& m = c.model;
+  const double t = c.tp;
+  const double e = c.activation_bytes;
+  const double sb = c.tokens();  // s x b on this rank
+  const double h = static_cast<double>(m.hidden);
+  const double kv = static_cast<double>(m.kv_heads * m.head_dim());
+  const double ffn = static_cast<double>(m.ffn);
+  const double mlp_in = m.mlp == MlpKind::swiglu ? 2 * ffn : ffn;
+  if (c.recompute == Recompute::full) {
+    return sb * h * e / (c.sequence_parallel ? t : 1.0);  // the layer's input only
+  }
+  // Replicated across TP ranks unless sequence parallel: the two norms' inputs, the inputs of
+  // the QKV and MLP-up projections, the two dropout masks (1 byte).
+  const double replicated = sb * h * (4 * e + 2);
+  // Split across TP ranks: Q, K, V; the output projection's input; the MLP activations.
+  double split = sb * (h + 2 * kv) * e + sb * h * e + sb * (mlp_in + ffn) * e;
+  const double heads = static_cast<double>(m.heads);
+  const double q_len = static_cast<double>(m.sequence / c.cp);
+  const double scores = static_cast<double>(c.microbatch) * heads * q_len *
+                        static_cast<double>(m.sequence);
+  if (m.attention == AttentionKernel::flash) {
+    split += scores / static_cast<double>(m.sequence) * 4;  // fp32 softmax statistics per query
+  } else if (c.recompute == Recompute::none) {
+    split += scores * (2 * e + 1);  // softmax output, dropout mask, dropout output
+  }
+  return (c.sequence_parallel ? replicated / t : replicated) + split / t;
+}
+
+std::vector<MemoryEstimate> estimate_memory(const Scenario& scenario) {
+  const auto& p = scenario.parallelism;
+  const LayerContext c = layer_context(scenario);
+  const double e = c.activation_bytes;
+  const auto layers = split_layers(p, c.model.layers);
+  const int v = p.virtual_stages;
+  const int chunks = p.pp * v;
+  const double shards = static_cast<double>(p.dp) * p.cp;
+  const double per_layer = layer_activation_bytes(scenario);
+  Scenario no_recompute = scenario;
+  no_recompute.parallelism.recompute = Recompute::none;
+  const double full_layer = layer_activation_bytes(no_recompute);
+  const double layer_params = layer_parameters(c.model) / p.tp;
+  const double embedding_params = embedding_parameters(c) / p.tp;
+  const double vocab = c.padded_vocab() / p.tp;
+  std::vector<MemoryEstimate> out;
+  for (int stage = 0; stage < p.pp; ++stage) {
+    MemoryEstimate m;
+    m.stage = stage;
+    double params = 0;
+    double largest_unit = layer_params;
+    std::vector<double> chunk_layers;
+    for (int chunk = 0; chunk < v; ++chunk) {
+      const int vs = virtual_stage(chunk, stage, p.pp);
+      params += layers[static_cast<size_t>(vs)].count * layer_params;
+      if (vs == 0 || vs == chunks - 1) {
+        params += embedding_params;
+        largest_unit = std::max(largest_unit, embedding_params);
+      }
+      chunk_layers.push_back(layers[static_cast<size_t>(vs)].count);
+    }
+    const bool fsdp = p.data_parallel == DataParallelKind::fsdp;
+    m.weights = fsdp ? params / shards * e + 2 * largest_unit * e : params * e;
+    m.gradients = fsdp ? params / shards * e + largest_unit * e : params * e;
+    m.optimizer = 12 * params / (p.data_parallel == DataParallelKind::ddp ? 1.0 : shards);
+    // Walk the schedule: a forward saves its chunk's activations until its backward.
+    double held = 0;
+    for (const PipelinePass& pass :
+         pipeline_passes(p.schedule, p.pp, v, microbatches_per_replica(scenario), stage)) {
+      const double bytes = chunk_layers[static_cast<size_t>(pass.chunk)] * per_layer;
+      held += pass.forward ? bytes : -bytes;
+      m.activations = std::max(m.activations, held);
+    }
+    if (p.recompute == Recompute::full) m.transient = full_layer;
+    const bool last = (chunks - 1) % p.pp == stage;
+    if (last) m.transient = std::max(m.transient, c.tokens() * vocab * (e + 4));
+    out.push_back(m);
+  }
+  return out;
+}
+
+void check_memory(const Scenario& scenario) {
+  if (scenario.workload.kind != WorkloadKind::transformer || !scenario.engine.check_memory) return;
+  const auto estimates = estimate_memory(scenario);
+  const auto worst = std::max_element(estimates.begin(), estimates.end(),
+                                      [](const auto& a, const auto& b) { return a.total() < b.total(); });
+  const double capacity = scenario.platform.gpu.memory_bytes;
+  if (worst->total() <= capacity) return;
+  throw InputError({Diagnostic{
+      scenario.parallelism_loc,
+      fmt::format("estimated memory per GPU on pipeline stage {} is {}, more than the {:.1f} GiB "
+                  "of {}; use more tensor or pipeline parallelism, a smaller microbatch, "
+                  "recompute, or a sharded optimizer (or set engine.check_memory: false)",
+                  worst->stage, worst->str(), capacity / kGiB, scenario.platform.gpu.model)}});
+}
+
+}  // namespace prismsim

@@ -1,0 +1,494 @@
+#include "workload/transformer_job.hpp"
+
+#include <algorithm>
+#include <map>
+#include <numeric>
+#include <stdexcept>
+#include <string>
+
+#include <fmt/format.h>
+
+#include "collectives/cost_model.hpp"
+#include "workload/compute_model.hpp"
+#include "workload/pipeline_schedule.hpp"
+
+namespace prismsim {
+
+RankGrid::RankGrid(const ParallelismSpec& p) {
+  degree_ = {p.tp, p.cp, p.pp, p.dp};
+  int stride = 1;
+  for (ParallelDim dim : p.order) {
+    stride_[static_cast<size_t>(dim)] = stride;
+    stride *= degree_[static_cast<size_t>(dim)];
+  }
+  ranks_ = stride;
+}
+
+std::array<int, 4> RankGrid::coords(int rank) const {
+  std::array<int, 4> c{};
+  for (size_t d = 0; d < 4; ++d) c[d] = (rank / stride_[d]) % degree_[d];
+  return c;
+}
+
+int RankGrid::rank(const std::array<int, 4>& c) const {
+  int r = 0;
+  for (size_t d = 0; d < 4; ++d) r += c[d] * stride_[d];
+  return r;
+}
+
+std::vector<StageLayers> split_layers(const ParallelismSpec& p, int layers) {
+  const int stages = p.pp * p.virtual_stages;
+  std::vector<int> counts = p.stage_layers;
+  if (counts.empty()) counts.assign(static_cast<size_t>(stages), layers / stages);
+  std::vector<StageLayers> split;
+  int first = 0;
+  for (int count : counts) {
+    split.push_back({first, count});
+    first += count;
+  }
+  return split;
+}
+
+LayerContext layer_context(const Scenario& s) {
+  LayerContext c;
+  c.model = s.workload.model;
+  c.tp = s.parallelism.tp;
+  c.cp = s.parallelism.cp;
+  c.sequence_parallel = s.parallelism.sequence_parallel && s.parallelism.tp > 1;
+  c.microbatch = s.workload.microbatch;
+  c.recompute = s.parallelism.recompute;
+  c.activation_bytes = bytes_per_element(s.workload.precision);
+  return c;
+}
+
+int microbatches_per_replica(const Scenario& s) {
+  return static_cast<int>(s.workload.global_batch / (s.parallelism.dp * s.workload.microbatch));
+}
+
+namespace {
+
+/// Part of a pass whose weights are one piece: the embedding, one layer, or the output head.
+struct Unit {
+  std::vector<PassItem> items;
+  double parameters = 0;  ///< on this rank (its tensor-parallel share)
+};
+
+/// An op of a pass before it is given a rank's groups.
+struct OpTemplate {
+  int segment = -1;  ///< compute, or -1 for a collective
+  CollectiveOp op = CollectiveOp::all_reduce;
+  double bytes = 0;
+  LayerGroup group = LayerGroup::tp;
+};
+
+/// A rank's tensor- and context-parallel groups.
+struct LayerGroups {
+  int tp = -1, cp = -1;
+  std::string key;  ///< segments charge analytic collectives by group shape: equal keys share
+};
+
+class TransformerJobBuilder {
+ public:
+  TransformerJobBuilder(const Scenario& s, const Topology& topology)
+      : s_(s), p_(s.parallelism), topology_(topology), grid_(s.parallelism),
+        context_(layer_context(s)), layers_(split_layers(s.parallelism, s.workload.model.layers)),
+        microbatches_(microbatches_per_replica(s)),
+        gemm_precision_(s.workload.fp8_gemms ? Precision::fp8 : s.workload.precision),
+        element_bytes_(bytes_per_element(s.workload.precision)) {}
+
+  Job build();
+
+ private:
+  bool layer_collectives_in_network();
+  int add_group(std::vector<int> ranks, const char* name);
+  std::string group_key(int group) const;
+  void build_groups();
+  const std::vector<Unit>& units(bool forward, int vs);
+  const std::vector<OpTemplate>& templates(bool forward, int vs, size_t begin, size_t end,
+                                           const LayerGroups& groups);
+  double kernel_time(const KernelWork& work) const;
+  double analytic_seconds(const PassItem& item, const LayerGroups& groups);
+  void emit(std::vector<Op>& stream, const std::vector<OpTemplate>& ops,
+            const LayerGroups& groups, int microbatch) const;
+  std::shared_ptr<Program> rank_program(int rank);
+
+  const Scenario& s_;
+  const ParallelismSpec& p_;
+  const Topology& topology_;
+  RankGrid grid_;
+  LayerContext context_;
+  std::vector<StageLayers> layers_;
+  int microbatches_;
+  bool network_ = false;
+  Precision gemm_precision_;
+  int element_bytes_;
+  Job job_;
+  std::vector<LayerGroups> layer_groups_;        ///< per rank
+  std::vector<std::array<int, 2>> dp_groups_;    ///< per rank: gradient group, second communicator
+  std::map<std::pair<bool, int>, std::vector<Unit>> units_;
+  std::map<std::string, std::vector<OpTemplate>> templates_;
+  std::map<std::tuple<int, double, std::string>, double> analytic_;
+};
+
+int TransformerJobBuilder::add_group(std::vector<int> ranks, const char* name) {
+  job_.groups.push_back({std::move(ranks), name});
+  return static_cast<int>(job_.groups.size()) - 1;
+}
+
+/// Groups inside one node with the same slots cost the same; others are keyed by their index.
+std::string TransformerJobBuilder::group_key(int group) const {
+  if (group < 0) return "-";
+  std::vector<int> gpus;
+  for (int rank : job_.groups[static_cast<size_t>(group)].ranks) {
+    gpus.push_back(job_.gpu_of_rank[static_cast<size_t>(rank)]);
+  }
+  const GroupLayout layout = layout_of(gpus, topology_);
+  if (!layout.single_node()) return "g" + std::to_string(group);
+  std::string key = "n";
+  for (int local : layout.local) key += "." + std::to_string(local);
+  return key;
+}
+
+void TransformerJobBuilder::build_groups() {
+  const int ranks = grid_.ranks();
+  layer_groups_.assign(static_cast<size_t>(ranks), {});
+  dp_groups_.assign(static_cast<size_t>(ranks), {-1, -1});
+  // Members of the group through `rank` along `dims`, in rank order (so rings follow GPUs).
+  auto members = [&](int rank, std::initializer_list<ParallelDim> dims) {
+    std::vector<int> out = {rank};
+    for (ParallelDim dim : dims) {
+      std::vector<int> grown;
+      for (int r : out) {
+        auto c = grid_.coords(r);
+        for (int i = 0; i < grid_.degree(dim); ++i) {
+          c[static_cast<size_t>(dim)] = i;
+          grown.push_back(grid_.rank(c));
+        }
+      }
+      out = std::move(grown);
+    }
+    std::sort(out.begin(), out.end());
+    return out;
+  };
+  auto leader = [](const std::vector<int>& m, int rank) { return m.front() == rank; };
+  const bool dp_collectives = p_.dp * p_.cp > 1;
+  const bool two_communicators = p_.data_parallel == DataParallelKind::fsdp;
+  for (int rank = 0; rank < ranks; ++rank) {
+    if (p_.tp > 1) {
+      auto m = members(rank, {ParallelDim::tp});
+      if (leader(m, rank)) {
+        const int g = add_group(m, "tp");
+        for (int r : m) layer_groups_[static_cast<size_t>(r)].tp = g;
+      }
+    }
+    if (p_.cp > 1) {
+      auto m = members(rank, {ParallelDim::cp});
+      if (leader(m, rank)) {
+        const int g = add_group(m, "cp");
+        for (int r : m) layer_groups_[static_cast<size_t>(r)].cp = g;
+      }
+    }
+    if (dp_collectives) {
+      auto m = members(rank, {ParallelDim::cp, ParallelDim::dp});
+      if (leader(m, rank)) {
+        const int g = add_group(m, two_communicators ? "dp_gather" : "dp");
+        const int second = two_communicators ? add_group(m, "dp_reduce") : g;
+        for (int r : m) dp_groups_[static_cast<size_t>(r)] = {g, second};
+      }
+    }
+  }
+  if (network_) return;
+  std::map<std::pair<int, int>, std::string> keys;
+  for (auto& groups : layer_groups_) {
+    auto& key = keys[{groups.tp, groups.cp}];
+    if (key.empty()) key = group_key(groups.tp) + "|" + group_key(groups.cp);
+    groups.key = key;
+  }
+}
+
+const std::vector<Unit>& TransformerJobBuilder::units(bool forward, int vs) {
+  auto [it, added] = units_.try_emplace({forward, vs});
+  if (!added) return it->second;
+  std::vector<Unit>& out = it->second;
+  const bool first = vs == 0;
+  const bool last = vs == static_cast<int>(layers_.size()) - 1;
+  const double tp = p_.tp;
+  const double layer_params = layer_parameters(context_.model) / tp;
+  const double embedding_params = embedding_parameters(context_) / tp;
+  const int count = layers_[static_cast<size_t>(vs)].count;
+  if (forward) {
+    if (first) out.push_back({embedding_forward(context_), embedding_params});
+    for (int l = 0; l < count; ++l) out.push_back({layer_forward(context_), layer_params});
+    if (last) out.push_back({head_forward(context_), embedding_params});
+  } else {
+    if (last) out.push_back({head_backward(context_), embedding_params});
+    for (int l = 0; l < count; ++l) out.push_back({layer_backward(context_), layer_params});
+    if (first) out.push_back({embedding_backward(context_), embedding_params});
+  }
+  return out;
+}
+
+double TransformerJobBuilder::kernel_time(const KernelWork& work) const {
+  const Precision precision =
+      work.kernel_class == KernelClass::gemm ? gemm_precision_ : s_.workload.precision;
+  return kernel_seconds(work, s_.platform.gpu, precision);
+}
+
+double TransformerJobBuilder::analytic_seconds(const PassItem& item, const LayerGroups& groups) {
+  const int group = item.group == LayerGroup::tp ? groups.tp : groups.cp;
+  const auto key = std::make_tuple(static_cast<int>(item.op), item.bytes, groups.key);
+  auto it = analytic_.find(key);
+  if (it != analytic_.end()) return it->second;
+  std::vector<int> gpus;
+  for (int rank : job_.groups[static_cast<size_t>(group)].ranks) {
+    gpus.push_back(job_.gpu_of_rank[static_cast<size_t>(rank)]);
+  }
+  const CollectivePlanner planner(layout_of(gpus, topology_), s_.platform.collective_channels());
+  const double seconds = choose_collective(planner, gpus, topology_, s_.platform, item.op,
+                                           item.bytes, Algorithm::automatic)
+                             .seconds;
+  return analytic_.emplace(key, seconds).first->second;
+}
+
+const std::vector<OpTemplate>& TransformerJobBuilder::templates(bool forward, int vs,
+                                                                size_t begin, size_t end,
+                                                                const LayerGroups& groups) {
+  const std::string key =
+      fmt::format("{}{}:{}-{}:{}", forward ? 'f' : 'b', vs, begin, end, groups.key);
+  auto [it, added] = templates_.try_emplace(key);
+  if (!added) return it->second;
+  std::vector<OpTemplate>& ops = it->second;
+  const StageLayers& layers = layers_[static_cast<size_t>(vs)];
+  const std::string name = fmt::format("{} layers {}-{}", forward ? "forward" : "backward",
+                                       layers.first, layers.first + layers.count - 1);
+  Segment segment;
+  auto flush = [&] {
+    if (segment.kernels.empty()) return;
+    segment.name = name;
+    job_.segments.push_back(std::move(segment));
+    segment = Segment{};
+    OpTemplate op;
+    op.segment = static_cast<int>(job_.segments.size()) - 1;
+    ops.push_back(op);
+  };
+  const auto& all = units(forward, vs);
+  for (size_t u = begin; u < end; ++u) {
+    for (const PassItem& item : all[u].items) {
+      if (item.kind == PassItem::Kind::kernel) {
+        segment.add({item.work.name, item.work.kernel_class, kernel_time(item.work)});
+      } else if (!network_) {
+        segment.add({item.name, KernelClass::communication, analytic_seconds(item, groups)});
+      } else {
+        flush();
+        ops.push_back(OpTemplate{-1, item.op, item.bytes, item.group});
+      }
+    }
+  }
+  flush();
+  return ops;
+}
+
+void TransformerJobBuilder::emit(std::vector<Op>& stream, const std::vector<OpTemplate>& ops,
+                                 const LayerGroups& groups, int microbatch) const {
+  for (const OpTemplate& t : ops) {
+    if (t.segment >= 0) {
+      stream.push_back(Op::run_segment(t.segment, microbatch));
+    } else {
+      Op op = Op::collective_on(t.op, t.bytes, t.group == LayerGroup::tp ? groups.tp : groups.cp);
+      op.microbatch = microbatch;
+      stream.push_back(op);
+    }
+  }
+}
+
+std::shared_ptr<Program> TransformerJobBuilder::rank_program(int rank) {
+  auto program = std::make_shared<Program>();
+  const auto coords = grid_.coords(rank);
+  const int stage = coords[static_cast<size_t>(ParallelDim::pp)];
+  const int pp = p_.pp;
+  const int v = p_.virtual_stages;
+  const int last_vs = pp * v - 1;
+  const LayerGroups& groups = layer_groups_[static_cast<size_t>(rank)];
+  const auto [dp_group, dp_second] = dp_groups_[static_cast<size_t>(rank)];
+  const bool dp_collectives = dp_group >= 0;
+  const auto passes = pipeline_passes(p_.schedule, pp, v, microbatches_, stage);
+
+  // The rank that runs virtual stage vs for the same slice of the model and data.
+  auto stage_rank = [&](int vs) {
+    auto c = coords;
+    c[static_cast<size_t>(ParallelDim::pp)] = vs % pp;
+    return grid_.rank(c);
+  };
+  const double transfer_bytes = context_.tokens() * static_cast<double>(context_.model.hidden) *
+                                element_bytes_ / (context_.sequence_parallel ? p_.tp : 1);
+  // The last backward pass of each chunk: its gradients are final.
+  std::vector<size_t> last_backward(static_cast<size_t>(v), 0);
+  for (size_t i = 0; i < passes.size(); ++i) {
+    if (!passes[i].forward) last_backward[static_cast<size_t>(passes[i].chunk)] = i;
+  }
+
+  const bool fsdp = dp_collectives && p_.data_parallel == DataParallelKind::fsdp;
+  const bool overlap = dp_collectives && !fsdp && p_.overlap_gradient_reduce;
+  // Stream 0 computes; DDP and ZeRO-1 reduce on stream 1 while it does; FSDP gathers on stream 1
+  // and reduces on stream 2.
+  program->streams.resize(fsdp ? 3 : overlap ? 2 : 1);
+  std::vector<Op>& compute = program->streams[0];
+  const CollectiveOp gradient_op =
+      p_.data_parallel == DataParallelKind::ddp ? CollectiveOp::all_reduce
+                                                : CollectiveOp::reduce_scatter;
+  const double dp_size = static_cast<double>(p_.dp) * p_.cp;
+  const double bucket_elements =
+      p_.gradient_bucket_bytes > 0 ? p_.gradient_bucket_bytes / element_bytes_
+                                   : std::max(40e6, 1e6 * dp_size);
+  std::vector<double> buckets;  // gradient bytes, in the order they become ready
+  double pending_elements = 0;
+  auto close_bucket = [&] {
+    if (pending_elements <= 0) return;
+    buckets.push_back(pending_elements * element_bytes_);
+    pending_elements = 0;
+    if (overlap) {
+      const int event = program->events++;
+      compute.push_back(Op::sync(Op::Kind::record, event));
+      auto& comm = program->streams[1];
+      comm.push_back(Op::sync(Op::Kind::wait, event));
+      comm.push_back(Op::collective_on(gradient_op, buckets.back(), dp_group));
+    }
+  };
+  int previous_started = -1;  // FSDP: the gather of a unit waits until the previous one runs
+  double rank_parameters = 0;
+  for (int c = 0; c < v; ++c) {
+    for (const Unit& unit : units(true, virtual_stage(c, stage, pp))) rank_parameters += unit.parameters;
+  }
+
+  for (size_t i = 0; i < passes.size(); ++i) {
+    const PipelinePass& pass = passes[i];
+    const int vs = virtual_stage(pass.chunk, stage, pp);
+    const bool receives = pass.forward ? vs > 0 : vs < last_vs;
+    const bool sends = pass.forward ? vs < last_vs : vs > 0;
+    if (receives) {
+      compute.push_back(Op::transfer(Op::Kind::recv, stage_rank(pass.forward ? vs - 1 : vs + 1),
+                                     transfer_bytes, pass.microbatch));
+    }
+    const auto& pass_units = units(pass.forward, vs);
+    if (fsdp) {
+      // Each unit's weights are gathered just before use (the next gather overlaps this unit),
+      // and its gradients reduce-scattered after its backward, on two more streams.
+      for (size_t u = 0; u < pass_units.size(); ++u) {
+        const int gathered = program->events++;
+        const int started = program->events++;
+        auto& gather = program->streams[1];
+        if (previous_started >= 0) gather.push_back(Op::sync(Op::Kind::wait, previous_started));
+        previous_started = started;
+        gather.push_back(Op::collective_on(CollectiveOp::all_gather,
+                                           pass_units[u].parameters * element_bytes_, dp_group));
+        gather.push_back(Op::sync(Op::Kind::record, gathered));
+        compute.push_back(Op::sync(Op::Kind::wait, gathered));
+        compute.push_back(Op::sync(Op::Kind::record, started));
+        emit(compute, templates(pass.forward, vs, u, u + 1, groups), groups, pass.microbatch);
+        if (!pass.forward) {
+          const int ready = program->events++;
+          compute.push_back(Op::sync(Op::Kind::record, ready));
+          auto& reduce = program->streams[2];
+          reduce.push_back(Op::sync(Op::Kind::wait, ready));
+          reduce.push_back(Op::collective_on(CollectiveOp::reduce_scatter,
+                                             pass_units[u].parameters * element_bytes_, dp_second));
+        }
+      }
+    } else if (dp_collectives && !pass.forward && i == last_backward[static_cast<size_t>(pass.chunk)]) {
+      // Gradients of this chunk are final unit by unit: fill buckets as they become ready.
+      size_t begin = 0;
+      for (size_t u = 0; u < pass_units.size(); ++u) {
+        pending_elements += pass_units[u].parameters;
+        if (pending_elements >= bucket_elements || u + 1 == pass_units.size()) {
+          emit(compute, templates(false, vs, begin, u + 1, groups), groups, pass.microbatch);
+          begin = u + 1;
+          close_bucket();
+        }
+      }
+    } else {
+      emit(compute, templates(pass.forward, vs, 0, pass_units.size(), groups), groups,
+           pass.microbatch);
+    }
+    if (sends) {
+      compute.push_back(Op::transfer(Op::Kind::send, stage_rank(pass.forward ? vs + 1 : vs - 1),
+                                     transfer_bytes, pass.microbatch));
+    }
+  }
+
+  // Gradients reduced, then the optimizer on this rank's share of the parameters.
+  double optimizer_parameters = rank_parameters;
+  if (fsdp) {
+    const int reduced = program->events++;
+    program->streams[2].push_back(Op::sync(Op::Kind::record, reduced));
+    compute.push_back(Op::sync(Op::Kind::wait, reduced));
+    optimizer_parameters /= dp_size;
+  } else if (dp_collectives) {
+    if (overlap) {
+      const int reduced = program->events++;
+      program->streams[1].push_back(Op::sync(Op::Kind::record, reduced));
+      compute.push_back(Op::sync(Op::Kind::wait, reduced));
+    } else {
+      for (double bytes : buckets) compute.push_back(Op::collective_on(gradient_op, bytes, dp_group));
+    }
+    if (p_.data_parallel == DataParallelKind::zero1) optimizer_parameters /= dp_size;
+  }
+  const std::string key = fmt::format("optimizer:{}", optimizer_parameters);
+  auto [it, added] = templates_.try_emplace(key);
+  if (added) {
+    Segment segment;
+    segment.name = "optimizer";
+    const KernelWork work = optimizer_step(optimizer_parameters);
+    segment.add({work.name, work.kernel_class, kernel_time(work)});
+    job_.segments.push_back(std::move(segment));
+    it->second.push_back(OpTemplate{static_cast<int>(job_.segments.size()) - 1});
+  }
+  emit(compute, it->second, groups, -1);
+  if (dp_collectives && p_.data_parallel == DataParallelKind::zero1) {
+    // Every replica needs the updated parameters of every shard.
+    compute.push_back(Op::collective_on(CollectiveOp::all_gather, rank_parameters * element_bytes_,
+                                        dp_group));
+  }
+  return program;
+}
+
+/// Network or analytic, as the engine says; automatic counts the calls of a step first.
+bool TransformerJobBuilder::layer_collectives_in_network() {
+  switch (s_.engine.layer_collectives) {
+    case EngineSpec::LayerComm::network: return true;
+    case EngineSpec::LayerComm::analytic: return false;
+    case EngineSpec::LayerComm::automatic: break;
+  }
+  int64_t calls = 0;
+  const int ranks_per_stage = grid_.ranks() / p_.pp;
+  for (int stage = 0; stage < p_.pp; ++stage) {
+    for (const PipelinePass& pass :
+         pipeline_passes(p_.schedule, p_.pp, p_.virtual_stages, microbatches_, stage)) {
+      for (const Unit& unit : units(pass.forward, virtual_stage(pass.chunk, stage, p_.pp))) {
+        for (const PassItem& item : unit.items) {
+          calls += (item.kind == PassItem::Kind::collective) * ranks_per_stage;
+        }
+      }
+    }
+    if (calls > s_.engine.network_layer_collectives_max_calls) return false;
+  }
+  return true;
+}
+
+Job TransformerJobBuilder::build() {
+  const int ranks = grid_.ranks();
+  network_ = layer_collectives_in_network();
+  job_.gpu_of_rank.resize(static_cast<size_t>(ranks));
+  std::iota(job_.gpu_of_rank.begin(), job_.gpu_of_rank.end(), 0);
+  build_groups();
+  job_.program_of_rank.reserve(static_cast<size_t>(ranks));
+  for (int rank = 0; rank < ranks; ++rank) job_.program_of_rank.push_back(rank_program(rank));
+  return std::move(job_);
+}
+
+}  // namespace
+
+Job build_transformer_job(const Scenario& scenario, const Topology& topology) {
+  return TransformerJobBuilder(scenario, topology).build();
+}
+
+}  // namespace prismsim

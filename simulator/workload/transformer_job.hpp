@@ -1,0 +1,51 @@
+#pragma once
+
+#include <array>
+#include <vector>
+
+#include "config/scenario.hpp"
+#include "platform/topology.hpp"
+#include "workload/program.hpp"
+#include "workload/transformer_model.hpp"
+
+namespace prismsim {
+
+/// Rank coordinates in the four parallel dimensions, laid out in ParallelismSpec::order
+/// (innermost first): rank = sum over dims of coordinate x stride. Rank r runs on GPU r, so the
+/// order decides which dimension stays inside a node.
+class RankGrid {
+ public:
+  explicit RankGrid(const ParallelismSpec& parallelism);
+
+  std::array<int, 4> coords(int rank) const;  ///< indexed by ParallelDim
+  int rank(const std::array<int, 4>& coords) const;
+  int degree(ParallelDim dim) const { return degree_[static_cast<size_t>(dim)]; }
+  int ranks() const { return ranks_; }
+
+ private:
+  std::array<int, 4> degree_{};
+  std::array<int, 4> stride_{};
+  int ranks_ = 1;
+};
+
+/// Layers [first, first + count) of each virtual stage.
+struct StageLayers {
+  int first = 0;
+  int count = 0;
+};
+std::vector<StageLayers> split_layers(const ParallelismSpec& parallelism, int layers);
+
+/// The context of one rank's layers (tensor/context-parallel slice of a microbatch).
+LayerContext layer_context(const Scenario& scenario);
+
+/// Microbatches each data-parallel replica runs per step.
+int microbatches_per_replica(const Scenario& scenario);
+
+/// Builds every rank's program for a transformer workload: its pipeline passes in schedule order
+/// with their kernels fused into segments, point-to-point transfers between stages,
+/// tensor/context-parallel collectives (in the network, or charged analytically inside the
+/// segments), data-parallel gradient collectives (DDP buckets overlapped with the last backward
+/// pass on a second stream, ZeRO-1, or FSDP per-layer gathers and reductions) and the optimizer.
+Job build_transformer_job(const Scenario& scenario, const Topology& topology);
+
+}  // namespace prismsim

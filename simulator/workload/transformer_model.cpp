@@ -1,0 +1,296 @@
+#include "workload/transformer_model.hpp"
+
+#include <cmath>
+
+namespace prismsim {
+namespace {
+
+PassItem kernel(KernelWork work) {
+  PassItem item;
+  item.work = std::move(work);
+  return item;
+}
+
+PassItem collective(CollectiveOp op, double bytes, LayerGroup group, const char* name) {
+  PassItem item;
+  item.kind = PassItem::Kind::collective;
+  item.op = op;
+  item.bytes = bytes;
+  item.group = group;
+  item.name = name;
+  return item;
+}
+
+/// Sizes of one rank's slice of a layer.
+struct Shape {
+  double tokens, elementwise_tokens, hidden, qkv_out, mlp_in_out, ffn, heads, head_dim, e;
+
+  explicit Shape(const LayerContext& c) {
+    const auto& m = c.model;
+    tokens = c.tokens();
+    elementwise_tokens = c.elementwise_tokens();
+    hidden = static_cast<double>(m.hidden);
+    head_dim = static_cast<double>(m.head_dim());
+    heads = static_cast<double>(m.heads / c.tp);
+    qkv_out = static_cast<double>(m.heads + 2 * m.kv_heads) * head_dim / c.tp;
+    ffn = static_cast<double>(m.ffn) / c.tp;
+    mlp_in_out = m.mlp == MlpKind::swiglu ? 2 * ffn : ffn;
+    e = c.activation_bytes;
+  }
+  /// b x s x h activations of the microbatch on this rank: what TP collectives move.
+  double activation_bytes() const { return tokens * hidden * e; }
+};
+
+/// Tensor-parallel entry of a region (f in Megatron's notation): identity forward, all-reduce
+/// backward; with sequence parallelism, all-gather forward and reduce-scatter backward.
+void region_entry(std::vector<PassItem>& items, const LayerContext& c, const Shape& s,
+                  bool forward) {
+  if (c.tp == 1) return;
+  if (c.sequence_parallel) {
+    items.push_back(forward ? collective(CollectiveOp::all_gather, s.activation_bytes(),
+                                         LayerGroup::tp, "tp_all_gather")
+                            : collective(CollectiveOp::reduce_scatter, s.activation_bytes(),
+                                         LayerGroup::tp, "tp_reduce_scatter"));
+  } else if (!forward) {
+    items.push_back(collective(CollectiveOp::all_reduce, s.activation_bytes(), LayerGroup::tp,
+                               "tp_all_reduce"));
+  }
+}
+
+/// Tensor-parallel exit of a region (g): all-reduce forward, identity backward; with sequence
+/// parallelism, reduce-scatter forward and all-gather backward.
+void region_exit(std::vector<PassItem>& items, const LayerContext& c, const Shape& s,
+                 bool forward) {
+  if (c.tp == 1) return;
+  if (c.sequence_parallel) {
+    items.push_back(forward ? collective(CollectiveOp::reduce_scatter, s.activation_bytes(),
+                                         LayerGroup::tp, "tp_reduce_scatter")
+                            : collective(CollectiveOp::all_gather, s.activation_bytes(),
+                                         LayerGroup::tp, "tp_all_gather"));
+  } else if (forward) {
+    items.push_back(collective(CollectiveOp::all_reduce, s.activation_bytes(), LayerGroup::tp,
+                               "tp_all_reduce"));
+  }
+}
+
+/// Normalisation: read and write the activations.
+KernelWork norm(const char* name, const Shape& s) {
+  return memory_bound(name, 2 * s.elementwise_tokens * s.hidden * s.e);
+}
+/// Bias, dropout and residual add: read two tensors and a mask, write one.
+KernelWork residual(const char* name, const Shape& s) {
+  return memory_bound(name, s.elementwise_tokens * s.hidden * (3 * s.e + 1));
+}
+
+/// The attention core of one rank's heads: fused (flash) or as batched GEMMs and a softmax.
+void attention_forward(std::vector<PassItem>& items, const LayerContext& c, const Shape& s) {
+  const auto& m = c.model;
+  const double b = static_cast<double>(c.microbatch);
+  const double q_len = static_cast<double>(m.sequence / c.cp);
+  const double kv_len = static_cast<double>(m.sequence);
+  if (c.cp > 1) {
+    // Each rank needs every rank's keys and values.
+    const double kv_bytes = b * kv_len * 2.0 * static_cast<double>(m.kv_heads / c.tp) *
+                            s.head_dim * s.e;
+    items.push_back(collective(CollectiveOp::all_gather, kv_bytes, LayerGroup::cp,
+                               "cp_all_gather_kv"));
+  }
+  if (m.attention == AttentionKernel::flash) {
+    KernelWork work;
+    work.name = "flash_attention";
+    work.kernel_class = KernelClass::attention;
+    work.flops = 4.0 * b * s.heads * q_len * kv_len * s.head_dim * (m.causal ? 0.5 : 1.0);
+    work.bytes = b * (2 * q_len + 2 * kv_len) * s.heads * s.head_dim * s.e;
+    items.push_back(kernel(work));
+    return;
+  }
+  const double batch = b * s.heads;
+  items.push_back(kernel(gemm("attention_scores", q_len, kv_len, s.head_dim, s.e, batch)));
+  // Scale, mask, softmax and dropout over the score matrix.
+  items.push_back(kernel(memory_bound("softmax_dropout", batch * q_len * kv_len * (4 * s.e + 1))));
+  items.push_back(kernel(gemm("attention_values", q_len, s.head_dim, kv_len, s.e, batch)));
+}
+
+void attention_backward(std::vector<PassItem>& items, const LayerContext& c, const Shape& s) {
+  const auto& m = c.model;
+  const double b = static_cast<double>(c.microbatch);
+  const double q_len = static_cast<double>(m.sequence / c.cp);
+  const double kv_len = static_cast<double>(m.sequence);
+  if (m.attention == AttentionKernel::flash) {
+    KernelWork work;
+    work.name = "flash_attention_backward";
+    work.kernel_class = KernelClass::attention;
+    // Recomputes the scores: 5 products of the forward's 2.
+    work.flops = 2.5 * 4.0 * b * s.heads * q_len * kv_len * s.head_dim * (m.causal ? 0.5 : 1.0);
+    work.bytes = 2 * b * (2 * q_len + 2 * kv_len) * s.heads * s.head_dim * s.e;
+    items.push_back(kernel(work));
+  } else {
+    const double batch = b * s.heads;
+    items.push_back(kernel(gemm("attention_values_dgrad", q_len, kv_len, s.head_dim, s.e, batch)));
+    items.push_back(kernel(gemm("attention_values_wgrad", kv_len, s.head_dim, q_len, s.e, batch)));
+    items.push_back(kernel(memory_bound("softmax_dropout_backward",
+                                        batch * q_len * kv_len * (3 * s.e + 1))));
+    items.push_back(kernel(gemm("attention_scores_dgrad_q", q_len, s.head_dim, kv_len, s.e, batch)));
+    items.push_back(kernel(gemm("attention_scores_dgrad_k", kv_len, s.head_dim, q_len, s.e, batch)));
+  }
+  if (c.cp > 1) {
+    const double kv_bytes = b * kv_len * 2.0 * static_cast<double>(m.kv_heads / c.tp) *
+                            s.head_dim * s.e;
+    items.push_back(collective(CollectiveOp::reduce_scatter, kv_bytes, LayerGroup::cp,
+                               "cp_reduce_scatter_dkv"));
+  }
+}
+
+/// dgrad and wgrad of a linear layer whose forward was tokens x in -> tokens x out.
+void linear_backward(std::vector<PassItem>& items, const char* name, double tokens, double in,
+                     double out, double e) {
+  items.push_back(kernel(gemm(std::string(name) + "_dgrad", tokens, in, out, e)));
+  items.push_back(kernel(gemm(std::string(name) + "_wgrad", in, out, tokens, e)));
+}
+
+}  // namespace
+
+double LayerContext::padded_vocab() const {
+  const double multiple = 128.0 * tp;
+  return std::ceil(static_cast<double>(model.vocab) / multiple) * multiple;
+}
+
+std::vector<PassItem> layer_forward(const LayerContext& c) {
+  const Shape s(c);
+  std::vector<PassItem> items;
+  items.push_back(kernel(norm("attention_norm", s)));
+  region_entry(items, c, s, true);
+  items.push_back(kernel(gemm("qkv_projection", s.tokens, s.qkv_out, s.hidden, s.e)));
+  attention_forward(items, c, s);
+  items.push_back(kernel(gemm("attention_output", s.tokens, s.hidden, s.hidden / c.tp, s.e)));
+  region_exit(items, c, s, true);
+  items.push_back(kernel(residual("attention_residual", s)));
+  items.push_back(kernel(norm("mlp_norm", s)));
+  region_entry(items, c, s, true);
+  items.push_back(kernel(gemm("mlp_up", s.tokens, s.mlp_in_out, s.hidden, s.e)));
+  const double activation_passes = c.model.mlp == MlpKind::swiglu ? 3 : 2;
+  items.push_back(kernel(memory_bound(c.model.mlp == MlpKind::swiglu ? "swiglu" : "gelu",
+                                      activation_passes * s.tokens * s.ffn * s.e)));
+  items.push_back(kernel(gemm("mlp_down", s.tokens, s.hidden, s.ffn, s.e)));
+  region_exit(items, c, s, true);
+  items.push_back(kernel(residual("mlp_residual", s)));
+  return items;
+}
+
+std::vector<PassItem> layer_backward(const LayerContext& c) {
+  const Shape s(c);
+  std::vector<PassItem> items;
+  if (c.recompute == Recompute::full) {
+    items = layer_forward(c);
+  } else if (c.recompute == Recompute::selective) {
+    std::vector<PassItem> core;
+    attention_forward(core, c, s);
+    for (auto& item : core) {
+      if (item.kind == PassItem::Kind::kernel) items.push_back(std::move(item));
+    }
+  }
+  for (auto& item : items) item.work.name = "recompute_" + item.work.name;
+  for (auto& item : items) {
+    if (item.kind == PassItem::Kind::collective) item.name = "recompute_" + item.name;
+  }
+  const double activation_passes = c.model.mlp == MlpKind::swiglu ? 3 : 2;
+  items.push_back(kernel(memory_bound("mlp_residual_backward",
+                                      2 * s.elementwise_tokens * s.hidden * s.e)));
+  region_exit(items, c, s, false);
+  linear_backward(items, "mlp_down", s.tokens, s.ffn, s.hidden, s.e);
+  items.push_back(kernel(memory_bound(c.model.mlp == MlpKind::swiglu ? "swiglu_backward"
+                                                                     : "gelu_backward",
+                                      (activation_passes + 1) * s.tokens * s.ffn * s.e)));
+  linear_backward(items, "mlp_up", s.tokens, s.hidden, s.mlp_in_out, s.e);
+  region_entry(items, c, s, false);
+  items.push_back(kernel(memory_bound("mlp_norm_backward",
+                                      3 * s.elementwise_tokens * s.hidden * s.e)));
+  items.push_back(kernel(memory_bound("attention_residual_backward",
+                                      2 * s.elementwise_tokens * s.hidden * s.e)));
+  region_exit(items, c, s, false);
+  linear_backward(items, "attention_output", s.tokens, s.hidden / c.tp, s.hidden, s.e);
+  attention_backward(items, c, s);
+  linear_backward(items, "qkv_projection", s.tokens, s.hidden, s.qkv_out, s.e);
+  region_entry(items, c, s, false);
+  items.push_back(kernel(memory_bound("attention_norm_backward",
+                                      3 * s.elementwise_tokens * s.hidden * s.e)));
+  return items;
+}
+
+std::vector<PassItem> embedding_forward(const LayerContext& c) {
+  const Shape s(c);
+  std::vector<PassItem> items;
+  // Each TP rank looks up its slice of the vocabulary; the partial rows are summed.
+  items.push_back(kernel(memory_bound("embedding", 3 * s.tokens * s.hidden * s.e)));
+  region_exit(items, c, s, true);
+  return items;
+}
+
+std::vector<PassItem> embedding_backward(const LayerContext& c) {
+  const Shape s(c);
+  std::vector<PassItem> items;
+  region_exit(items, c, s, false);
+  // Scatter-add the rows into the rank's dense slice of the table gradient.
+  items.push_back(kernel(memory_bound("embedding_backward",
+                                      2 * s.tokens * s.hidden * s.e +
+                                          c.padded_vocab() / c.tp * s.hidden * s.e)));
+  return items;
+}
+
+std::vector<PassItem> head_forward(const LayerContext& c) {
+  const Shape s(c);
+  const double vocab = c.padded_vocab() / c.tp;
+  std::vector<PassItem> items;
+  items.push_back(kernel(norm("final_norm", s)));
+  region_entry(items, c, s, true);
+  items.push_back(kernel(gemm("output_head", s.tokens, vocab, s.hidden, s.e)));
+  // Vocabulary-parallel cross-entropy on fp32 logits: max, sum of exponentials, target logit.
+  items.push_back(kernel(memory_bound("cross_entropy", s.tokens * vocab * (s.e + 8))));
+  if (c.tp > 1) {
+    items.push_back(collective(CollectiveOp::all_reduce, 3 * 4 * s.tokens, LayerGroup::tp,
+                               "tp_all_reduce_loss"));
+  }
+  return items;
+}
+
+std::vector<PassItem> head_backward(const LayerContext& c) {
+  const Shape s(c);
+  const double vocab = c.padded_vocab() / c.tp;
+  std::vector<PassItem> items;
+  items.push_back(kernel(memory_bound("cross_entropy_backward", s.tokens * vocab * (s.e + 4))));
+  linear_backward(items, "output_head", s.tokens, s.hidden, vocab, s.e);
+  region_entry(items, c, s, false);
+  items.push_back(kernel(memory_bound("final_norm_backward",
+                                      3 * s.elementwise_tokens * s.hidden * s.e)));
+  return items;
+}
+
+KernelWork optimizer_step(double parameters) {
+  return memory_bound("adam_step", 36.0 * parameters, KernelClass::optimizer);
+}
+
+double layer_parameters(const TransformerSpec& m) {
+  const double h = static_cast<double>(m.hidden);
+  const double qkv = static_cast<double>(m.heads + 2 * m.kv_heads) * static_cast<double>(m.head_dim());
+  const double mlp = static_cast<double>(m.ffn) * h * (m.mlp == MlpKind::swiglu ? 3 : 2);
+  return h * qkv + h * h + mlp + 2 * h;
+}
+
+double embedding_parameters(const LayerContext& c) {
+  return c.padded_vocab() * static_cast<double>(c.model.hidden);
+}
+
+double model_parameters(const LayerContext& c) {
+  return c.model.layers * layer_parameters(c.model) + 2 * embedding_parameters(c) +
+         static_cast<double>(c.model.hidden);
+}
+
+double model_flops_per_sequence(const TransformerSpec& m) {
+  const double s = static_cast<double>(m.sequence);
+  const double h = static_cast<double>(m.hidden);
+  const double linear = m.layers * (layer_parameters(m) - 2 * h) + static_cast<double>(m.vocab) * h;
+  const double attention = m.layers * 4.0 * s * s * h * (m.causal ? 0.5 : 1.0);
+  return 3.0 * (2.0 * s * linear + attention);
+}
+
+}  // namespace prismsim

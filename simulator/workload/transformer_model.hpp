@@ -1,0 +1,66 @@
+#pragma once
+
+#include <vector>
+
+#include "config/scenario.hpp"
+#include "workload/compute_model.hpp"
+
+namespace prismsim {
+
+/// The collective groups a layer uses inside a pass.
+enum class LayerGroup { tp, cp };
+
+/// One step of a pass: a kernel, or a collective on the rank's tensor- or context-parallel group.
+struct PassItem {
+  enum class Kind { kernel, collective };
+  Kind kind = Kind::kernel;
+  KernelWork work;
+  CollectiveOp op = CollectiveOp::all_reduce;
+  double bytes = 0;  ///< nccl-tests convention
+  LayerGroup group = LayerGroup::tp;
+  std::string name;  ///< collective: "tp_all_reduce", ...
+};
+
+/// One rank's share of a transformer: its tensor- and context-parallel slice of one microbatch.
+struct LayerContext {
+  TransformerSpec model;
+  int tp = 1;
+  int cp = 1;
+  bool sequence_parallel = false;
+  int64_t microbatch = 1;
+  Recompute recompute = Recompute::none;
+  int activation_bytes = 2;  ///< per element of activations and weights (the workload precision)
+
+  /// Tokens of one microbatch on this rank (its context-parallel share of the sequence).
+  double tokens() const { return static_cast<double>(microbatch * model.sequence / cp); }
+  /// Tokens of element-wise work (divided among TP ranks with sequence parallelism).
+  double elementwise_tokens() const { return sequence_parallel ? tokens() / tp : tokens(); }
+  /// The vocabulary padded to a multiple of 128 x tp, as Megatron pads it.
+  double padded_vocab() const;
+};
+
+/// Forward of one transformer layer.
+std::vector<PassItem> layer_forward(const LayerContext& c);
+/// Backward of one layer, preceded by the recomputation the context asks for.
+std::vector<PassItem> layer_backward(const LayerContext& c);
+/// The token embedding (first virtual stage) and the output head with the loss (last one).
+std::vector<PassItem> embedding_forward(const LayerContext& c);
+std::vector<PassItem> embedding_backward(const LayerContext& c);
+std::vector<PassItem> head_forward(const LayerContext& c);
+std::vector<PassItem> head_backward(const LayerContext& c);
+/// Adam step over `parameters` (mixed precision: fp32 master weights, two moments, the gradient
+/// norm): memory-bound, 36 bytes of HBM traffic per parameter.
+KernelWork optimizer_step(double parameters);
+
+/// Parameters of one layer (whole, before tensor parallelism): attention and MLP weights and the
+/// two norms; biases are left out (under 0.1%).
+double layer_parameters(const TransformerSpec& model);
+/// Parameters of the embedding table, and of the output head (untied, as in Llama).
+double embedding_parameters(const LayerContext& c);
+/// Every parameter of the model.
+double model_parameters(const LayerContext& c);
+/// Flops of one training pass of one sequence through the whole model (forward + backward,
+/// without recomputation), the usual 6 N s + attention count: for tests and MFU.
+double model_flops_per_sequence(const TransformerSpec& model);
+
+}  // namespace prismsim
