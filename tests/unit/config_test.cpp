@@ -144,7 +144,7 @@ TEST_CASE("cross-section rules are checked") {
   const auto loc = scratch.dir.string() + "/s.yaml";
   // Rules spanning sections point at the value that broke them, even when it came from --set.
   CHECK(errors_of(path, {"parallelism.gpus=8"}) ==
-        std::string{loc + ":18:14: error: parallel degrees dp 16 x tp 1 x pp 1 = 16 "
+        std::string{loc + ":18:14: error: parallel degrees dp 16 x tp 1 x pp 1 x cp 1 = 16 "
                                        "do not match 'parallelism.gpus' 8"});
   CHECK(errors_of(path, {"parallelism.dp=32", "workload.global_batch=32"}) ==
         std::string{loc + ":18:14: error: the scenario needs 32 GPUs but platform "
