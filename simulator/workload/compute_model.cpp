@@ -43,7 +43,7 @@ double kernel_seconds(const KernelWork& work, const GpuSpec& gpu, Precision prec
       work.flops > 0 ? work.flops / (gpu.peak_flops.at(precision) * efficiency) : 0.0;
   const double memory_s =
       work.bytes > 0 ? work.bytes / (gpu.memory_bandwidth_Bps * model.memory_efficiency) : 0.0;
-  return model.kernel_overhead_s + std::max(compute_s, memory_s);
+  return std::max(model.kernel_overhead_s, std::max(compute_s, memory_s));
 }
 
 }  // namespace prismsim

@@ -65,13 +65,29 @@ int microbatches_per_replica(const Scenario& s) {
   return static_cast<int>(s.workload.global_batch / (s.parallelism.dp * s.workload.microbatch));
 }
 
+std::vector<PassUnit> pass_units(const LayerContext& c, const std::vector<StageLayers>& layers,
+                                 bool forward, int vs) {
+  std::vector<PassUnit> out;
+  const bool first = vs == 0;
+  const bool last = vs == static_cast<int>(layers.size()) - 1;
+  const double layer_params = layer_parameters(c.model) / c.tp;
+  const double embedding_params = embedding_parameters(c) / c.tp;
+  const int count = layers[static_cast<size_t>(vs)].count;
+  if (forward) {
+    if (first) out.push_back({embedding_forward(c), embedding_params});
+    for (int l = 0; l < count; ++l) out.push_back({layer_forward(c), layer_params});
+    if (last) out.push_back({head_forward(c), embedding_params});
+  } else {
+    if (last) out.push_back({head_backward(c), embedding_params});
+    for (int l = 0; l < count; ++l) out.push_back({layer_backward(c), layer_params});
+    if (first) out.push_back({embedding_backward(c), embedding_params});
+  }
+  return out;
+}
+
 namespace {
 
-/// Part of a pass whose weights are one piece: the embedding, one layer, or the output head.
-struct Unit {
-  std::vector<PassItem> items;
-  double parameters = 0;  ///< on this rank (its tensor-parallel share)
-};
+using Unit = PassUnit;
 
 /// An op of a pass before it is given a rank's groups.
 struct OpTemplate {
@@ -208,24 +224,8 @@ void TransformerJobBuilder::build_groups() {
 
 const std::vector<Unit>& TransformerJobBuilder::units(bool forward, int vs) {
   auto [it, added] = units_.try_emplace({forward, vs});
-  if (!added) return it->second;
-  std::vector<Unit>& out = it->second;
-  const bool first = vs == 0;
-  const bool last = vs == static_cast<int>(layers_.size()) - 1;
-  const double tp = p_.tp;
-  const double layer_params = layer_parameters(context_.model) / tp;
-  const double embedding_params = embedding_parameters(context_) / tp;
-  const int count = layers_[static_cast<size_t>(vs)].count;
-  if (forward) {
-    if (first) out.push_back({embedding_forward(context_), embedding_params});
-    for (int l = 0; l < count; ++l) out.push_back({layer_forward(context_), layer_params});
-    if (last) out.push_back({head_forward(context_), embedding_params});
-  } else {
-    if (last) out.push_back({head_backward(context_), embedding_params});
-    for (int l = 0; l < count; ++l) out.push_back({layer_backward(context_), layer_params});
-    if (first) out.push_back({embedding_backward(context_), embedding_params});
-  }
-  return out;
+  if (added) it->second = pass_units(context_, layers_, forward, vs);
+  return it->second;
 }
 
 double TransformerJobBuilder::kernel_time(const KernelWork& work) const {

@@ -35,6 +35,17 @@ struct StageLayers {
 };
 std::vector<StageLayers> split_layers(const ParallelismSpec& parallelism, int layers);
 
+/// Part of a pass whose weights are one piece: the embedding, one layer, or the output head.
+struct PassUnit {
+  std::vector<PassItem> items;
+  double parameters = 0;  ///< on one rank (its tensor-parallel share)
+};
+
+/// The units of a forward or backward pass of virtual stage `vs`, in execution order: the
+/// embedding on the first virtual stage, its layers, the output head on the last.
+std::vector<PassUnit> pass_units(const LayerContext& context,
+                                 const std::vector<StageLayers>& layers, bool forward, int vs);
+
 /// The context of one rank's layers (tensor/context-parallel slice of a microbatch).
 LayerContext layer_context(const Scenario& scenario);
 

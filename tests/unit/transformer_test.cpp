@@ -1,0 +1,993 @@
+#include <doctest/doctest.h>
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "config/scenario_loader.hpp"
+#include "core/diagnostics.hpp"
+#include "platform/topology.hpp"
+#include "workload/compute_model.hpp"
+#include "workload/memory_estimate.hpp"
+#include "workload/pipeline_schedule.hpp"
+#include "workload/transformer_job.hpp"
+#include "workload/transformer_model.hpp"
+
+using namespace prismsim;
+
+namespace {
+
+const std::string kTinyGpt = PRISMSIM_SOURCE_DIR "/workloads/scenarios/tiny-gpt-h100.yaml";
+
+/// layers 2, hidden 64, heads 4 (head_dim 16), ffn 256 (gelu), vocab 128, sequence 32.
+TransformerSpec small_model() {
+  TransformerSpec m;
+  m.layers = 2;
+  m.hidden = 64;
+  m.ffn = 256;
+  m.mlp = MlpKind::gelu;
+  m.heads = 4;
+  m.kv_heads = 4;
+  m.vocab = 128;
+  m.sequence = 32;
+  m.attention = AttentionKernel::flash;
+  m.causal = true;
+  return m;
+}
+
+/// The small model's context: microbatch 2 (64 tokens), 2-byte activations.
+LayerContext small_context(int tp, bool sequence_parallel = false,
+                           Recompute recompute = Recompute::none) {
+  LayerContext c;
+  c.model = small_model();
+  c.tp = tp;
+  c.sequence_parallel = sequence_parallel;
+  c.microbatch = 2;
+  c.recompute = recompute;
+  c.activation_bytes = 2;
+  return c;
+}
+
+double flops_of(const std::vector<PassItem>& items, KernelClass kernel_class) {
+  double flops = 0;
+  for (const auto& item : items) {
+    if (item.kind == PassItem::Kind::kernel && item.work.kernel_class == kernel_class) {
+      flops += item.work.flops;
+    }
+  }
+  return flops;
+}
+
+std::vector<const PassItem*> collectives_of(const std::vector<PassItem>& items) {
+  std::vector<const PassItem*> out;
+  for (const auto& item : items) {
+    if (item.kind == PassItem::Kind::collective) out.push_back(&item);
+  }
+  return out;
+}
+
+/// A scratch directory with files written by the test.
+struct Scratch {
+  std::filesystem::path dir;
+  Scratch() {
+    dir = std::filesystem::temp_directory_path() /
+          ("prismsim-transformer-test-" + std::to_string(::getpid()));
+    std::filesystem::create_directories(dir);
+  }
+  ~Scratch() { std::filesystem::remove_all(dir); }
+  std::string write(const std::string& name, const std::string& text) const {
+    std::ofstream(dir / name) << text;
+    return (dir / name).string();
+  }
+};
+
+/// The message lines of an InputError thrown by loading `path` ("" when it loads).
+std::string errors_of(const std::string& path, const std::vector<std::string>& overrides) {
+  try {
+    load_scenario(path, overrides);
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+// Flops and parameters
+// ---------------------------------------------------------------------------------------------
+
+TEST_CASE("the GEMMs of a layer's forward do 2 x tokens x linear parameters / tp flops") {
+  // Linear weights of one layer, by hand: QKV 64 x 192, output 64 x 64, MLP 64 x 256 twice.
+  const double linear = 64.0 * 192 + 64.0 * 64 + 2 * 64.0 * 256;
+  REQUIRE(linear == 49152.0);
+  const double tokens = 2 * 32;
+  for (int tp : {1, 2, 4}) {
+    CAPTURE(tp);
+    const LayerContext c = small_context(tp);
+    CHECK(flops_of(layer_forward(c), KernelClass::gemm) ==
+          doctest::Approx(2 * tokens * linear / tp));
+    CHECK(flops_of(layer_backward(c), KernelClass::gemm) ==
+          doctest::Approx(2 * 2 * tokens * linear / tp));
+  }
+  CHECK(flops_of(layer_forward(small_context(1)), KernelClass::gemm) == 6291456.0);
+  CHECK(flops_of(layer_forward(small_context(2)), KernelClass::gemm) == 3145728.0);
+}
+
+TEST_CASE("flash attention does 4 b s^2 h / tp flops, half of them when causal") {
+  // 4 x b 2 x s^2 1024 x h 64 = 524288 for the whole layer.
+  for (int tp : {1, 2}) {
+    CAPTURE(tp);
+    LayerContext c = small_context(tp);
+    CHECK(flops_of(layer_forward(c), KernelClass::attention) == doctest::Approx(524288.0 / tp * 0.5));
+    // The backward recomputes the scores: 2.5 times the forward.
+    CHECK(flops_of(layer_backward(c), KernelClass::attention) ==
+          doctest::Approx(2.5 * 524288.0 / tp * 0.5));
+    c.model.causal = false;
+    CHECK(flops_of(layer_forward(c), KernelClass::attention) == doctest::Approx(524288.0 / tp));
+  }
+}
+
+TEST_CASE("unfused attention adds two batched GEMMs of 2 b s^2 h / tp flops each") {
+  LayerContext c = small_context(2);
+  c.model.attention = AttentionKernel::unfused;
+  const double linear = 49152.0, tokens = 64;
+  const double scores = 2.0 * 2 * 32 * 32 * 64 / 2;  // one of QK^T and PV on this rank
+  CHECK(flops_of(layer_forward(c), KernelClass::gemm) ==
+        doctest::Approx(2 * tokens * linear / 2 + 2 * scores));
+  CHECK(flops_of(layer_backward(c), KernelClass::gemm) ==
+        doctest::Approx(2 * (2 * tokens * linear / 2 + 2 * scores)));
+  CHECK(flops_of(layer_forward(c), KernelClass::attention) == 0.0);
+}
+
+TEST_CASE("the output head is a GEMM over the padded vocabulary") {
+  LayerContext c = small_context(2);
+  c.model.vocab = 1000;  // padded to a multiple of 128 x 2 = 256: 1024
+  CHECK(c.padded_vocab() == 1024.0);
+  CHECK(flops_of(head_forward(c), KernelClass::gemm) == doctest::Approx(2.0 * 64 * 64 * 1024 / 2));
+  CHECK(flops_of(head_backward(c), KernelClass::gemm) ==
+        doctest::Approx(2 * 2.0 * 64 * 64 * 1024 / 2));
+  c.tp = 1;
+  CHECK(c.padded_vocab() == 1024.0);  // multiple of 128
+  c.model.vocab = 1024;
+  CHECK(c.padded_vocab() == 1024.0);
+}
+
+TEST_CASE("layer parameters follow the attention and MLP shapes") {
+  TransformerSpec m = small_model();
+  // MHA, gelu: QKV h x 3h, output h x h, MLP 2 h f, two norms of h.
+  CHECK(layer_parameters(m) == 64.0 * 192 + 64 * 64 + 2 * 64 * 256 + 2 * 64);
+  CHECK(layer_parameters(m) == 49280.0);
+  // GQA (2 KV heads of 16) with SwiGLU: QKV h x (4 + 2 x 2) x 16, MLP 3 h f.
+  m.kv_heads = 2;
+  m.mlp = MlpKind::swiglu;
+  CHECK(layer_parameters(m) == 64.0 * 128 + 64 * 64 + 3 * 64 * 256 + 2 * 64);
+  CHECK(layer_parameters(m) == 61568.0);
+  // GQA with gelu, MHA with SwiGLU.
+  m.mlp = MlpKind::gelu;
+  CHECK(layer_parameters(m) == 64.0 * 128 + 64 * 64 + 2 * 64 * 256 + 2 * 64);
+  m.kv_heads = 4;
+  m.mlp = MlpKind::swiglu;
+  CHECK(layer_parameters(m) == 64.0 * 192 + 64 * 64 + 3 * 64 * 256 + 2 * 64);
+}
+
+TEST_CASE("Llama 3 models have their published parameter counts") {
+  struct Case {
+    const char* file;
+    double expected;
+    double by_hand;  // layers x layer + 2 x vocab x hidden + final norm (untied head)
+  };
+  // Layer = h (h + 2 kv d) + h^2 + 3 h f + 2 h, with d = 128 and 8 KV heads.
+  const double l8 = 4096.0 * (4096 + 2 * 8 * 128) + 4096.0 * 4096 + 3 * 4096.0 * 14336 + 2 * 4096;
+  const double l70 = 8192.0 * (8192 + 2 * 8 * 128) + 8192.0 * 8192 + 3 * 8192.0 * 28672 + 2 * 8192;
+  const double l405 =
+      16384.0 * (16384 + 2 * 8 * 128) + 16384.0 * 16384 + 3 * 16384.0 * 53248 + 2 * 16384;
+  const Case cases[] = {
+      {"llama3-8b", 8.0e9, 32 * l8 + 2 * 128256.0 * 4096 + 4096},
+      {"llama3-70b", 70.6e9, 80 * l70 + 2 * 128256.0 * 8192 + 8192},
+      {"llama3-405b", 405.9e9, 126 * l405 + 2 * 128256.0 * 16384 + 16384},
+  };
+  Scratch scratch;
+  for (const Case& c : cases) {
+    CAPTURE(c.file);
+    const Scenario s = load_scenario(scratch.write(
+        "llama.yaml", std::string("name: llama\nplatform: ") + PRISMSIM_SOURCE_DIR +
+                          "/platforms/h100-ndr.yaml\nworkload: " + PRISMSIM_SOURCE_DIR +
+                          "/workloads/" + c.file + ".yaml\nparallelism: {gpus: 8, tp: 8}\n"));
+    LayerContext context = layer_context(s);
+    context.tp = 1;  // 128256 is a multiple of 128: no padding
+    CHECK(model_parameters(context) == doctest::Approx(c.by_hand).epsilon(1e-12));
+    CHECK(model_parameters(context) == doctest::Approx(c.expected).epsilon(0.01));
+  }
+}
+
+TEST_CASE("model flops per sequence are 6 N s plus causal attention") {
+  const TransformerSpec m = small_model();
+  // Linear weights: 2 layers of 49152 and a head of 128 x 64; attention 4 s^2 h / 2 per layer.
+  const double linear = 2 * 49152.0 + 128 * 64;
+  const double expected = 3 * (2 * 32 * linear + 2 * 4.0 * 32 * 32 * 64 / 2);
+  CHECK(model_flops_per_sequence(m) == doctest::Approx(expected));
+  CHECK(model_flops_per_sequence(m) == doctest::Approx(21233664.0));
+  // The same as the GEMM and attention flops of a forward pass of one sequence, tripled.
+  LayerContext c = small_context(1);
+  c.microbatch = 1;
+  const double forward = m.layers * (flops_of(layer_forward(c), KernelClass::gemm) +
+                                     flops_of(layer_forward(c), KernelClass::attention)) +
+                         flops_of(head_forward(c), KernelClass::gemm);
+  CHECK(3 * forward == doctest::Approx(model_flops_per_sequence(m)));
+}
+
+TEST_CASE("tensor parallelism all-reduces twice per pass, b x s x h x 2 bytes each") {
+  const double bytes = 2 * 32 * 64 * 2;  // b s h in 2-byte elements
+  SUBCASE("without tensor parallelism, no collective") {
+    CHECK(collectives_of(layer_forward(small_context(1))).empty());
+    CHECK(collectives_of(layer_backward(small_context(1))).empty());
+    CHECK(collectives_of(layer_backward(small_context(1, false, Recompute::full))).empty());
+  }
+  SUBCASE("without sequence parallelism: all-reduces") {
+    for (const auto& items : {layer_forward(small_context(2)), layer_backward(small_context(2))}) {
+      const auto ops = collectives_of(items);
+      REQUIRE(ops.size() == 2);
+      for (const PassItem* op : ops) {
+        CHECK(op->op == CollectiveOp::all_reduce);
+        CHECK(op->bytes == bytes);
+        CHECK(op->group == LayerGroup::tp);
+      }
+    }
+  }
+  SUBCASE("with sequence parallelism: all-gather before and reduce-scatter after each block") {
+    const auto forward = collectives_of(layer_forward(small_context(2, true)));
+    REQUIRE(forward.size() == 4);
+    const CollectiveOp expected_forward[] = {CollectiveOp::all_gather, CollectiveOp::reduce_scatter,
+                                             CollectiveOp::all_gather,
+                                             CollectiveOp::reduce_scatter};
+    for (size_t i = 0; i < 4; ++i) {
+      CHECK(forward[i]->op == expected_forward[i]);
+      CHECK(forward[i]->bytes == bytes);
+    }
+    // Backward mirrors it: all-gather of the output gradient, reduce-scatter of the input's.
+    const auto backward = collectives_of(layer_backward(small_context(2, true)));
+    REQUIRE(backward.size() == 4);
+    const CollectiveOp expected_backward[] = {CollectiveOp::all_gather,
+                                              CollectiveOp::reduce_scatter,
+                                              CollectiveOp::all_gather,
+                                              CollectiveOp::reduce_scatter};
+    for (size_t i = 0; i < 4; ++i) {
+      CHECK(backward[i]->op == expected_backward[i]);
+      CHECK(backward[i]->bytes == bytes);
+    }
+  }
+  SUBCASE("with sequence parallelism, element-wise kernels move 1/tp of the activations") {
+    const auto items = layer_forward(small_context(2, true));
+    const auto plain = layer_forward(small_context(2, false));
+    for (size_t i = 0, j = 0; i < items.size() && j < plain.size(); ++i, ++j) {
+      while (j < plain.size() && plain[j].kind == PassItem::Kind::collective) ++j;
+      while (i < items.size() && items[i].kind == PassItem::Kind::collective) ++i;
+      if (i >= items.size() || j >= plain.size()) break;
+      REQUIRE(items[i].work.name == plain[j].work.name);
+      if (items[i].work.name == "attention_norm" || items[i].work.name == "mlp_norm") {
+        CHECK(items[i].work.bytes == doctest::Approx(plain[j].work.bytes / 2));
+        CHECK(items[i].work.bytes == doctest::Approx(2.0 * 64 / 2 * 64 * 2));
+      }
+    }
+  }
+}
+
+TEST_CASE("full recompute runs the forward's kernels and collectives again before backward") {
+  const LayerContext plain = small_context(2);
+  const LayerContext full = small_context(2, false, Recompute::full);
+  const auto forward = layer_forward(plain);
+  const auto backward = layer_backward(plain);
+  const auto recomputed = layer_backward(full);
+  REQUIRE(recomputed.size() == forward.size() + backward.size());
+  for (size_t i = 0; i < forward.size(); ++i) {
+    CAPTURE(i);
+    CHECK(recomputed[i].kind == forward[i].kind);
+    CHECK(recomputed[i].work.flops == forward[i].work.flops);
+    CHECK(recomputed[i].work.bytes == forward[i].work.bytes);
+    if (forward[i].kind == PassItem::Kind::kernel) {
+      CHECK(recomputed[i].work.name == "recompute_" + forward[i].work.name);
+    } else {
+      CHECK(recomputed[i].name == "recompute_" + forward[i].name);
+    }
+  }
+  CHECK(collectives_of(recomputed).size() == 4);
+  CHECK(flops_of(recomputed, KernelClass::gemm) ==
+        doctest::Approx(3 * flops_of(forward, KernelClass::gemm)));
+  // Selective recompute reruns the attention core only.
+  const auto selective = layer_backward(small_context(2, false, Recompute::selective));
+  CHECK(selective.size() == backward.size() + 1);
+  CHECK(selective.front().work.name == "recompute_flash_attention");
+  CHECK(collectives_of(selective).size() == 2);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Compute model
+// ---------------------------------------------------------------------------------------------
+
+namespace {
+
+GpuSpec test_gpu() {
+  GpuSpec gpu;
+  gpu.model = "T";
+  gpu.peak_flops[Precision::bf16] = 1e15;
+  gpu.peak_flops[Precision::fp8] = 2e15;
+  gpu.memory_bandwidth_Bps = 2e12;
+  gpu.compute.gemm_efficiency = 0.75;
+  gpu.compute.gemm_half_size = 100;
+  gpu.compute.attention_efficiency = 0.5;
+  gpu.compute.memory_efficiency = 0.9;
+  gpu.compute.kernel_overhead_s = 5e-6;
+  return gpu;
+}
+
+}  // namespace
+
+TEST_CASE("gemm efficiency is the peak fraction times x / (x + half size) per dimension") {
+  const GpuSpec gpu = test_gpu();
+  CHECK(gemm_efficiency(gpu.compute, 100, 300, 900) ==
+        doctest::Approx(0.75 * 0.5 * 0.75 * 0.9));
+  CHECK(gemm_efficiency(gpu.compute, 1e9, 1e9, 1e9) == doctest::Approx(0.75).epsilon(1e-6));
+}
+
+TEST_CASE("a GEMM records its shape, flops and operand bytes") {
+  const KernelWork g = gemm("g", 3, 5, 7, 2, 4);
+  CHECK(g.kernel_class == KernelClass::gemm);
+  CHECK(g.flops == 2.0 * 3 * 5 * 7 * 4);
+  CHECK(g.bytes == (3.0 * 7 + 7 * 5 + 3 * 5) * 2 * 4);
+}
+
+TEST_CASE("kernel time without overhead is the slower of compute and memory (roofline)") {
+  GpuSpec gpu = test_gpu();
+  gpu.compute.kernel_overhead_s = 0;
+  SUBCASE("a large GEMM is compute-bound") {
+    const KernelWork g = gemm("big", 8192, 8192, 8192, 2);
+    const double efficiency = 0.75 * std::pow(8192.0 / 8292.0, 3);
+    const double expected = 2.0 * 8192 * 8192 * 8192 / (1e15 * efficiency);
+    CHECK(kernel_seconds(g, gpu, Precision::bf16) == doctest::Approx(expected).epsilon(1e-12));
+    CHECK(kernel_seconds(g, gpu, Precision::fp8) == doctest::Approx(expected / 2).epsilon(1e-12));
+  }
+  SUBCASE("an element-wise kernel is memory-bound") {
+    const KernelWork e = memory_bound("add", 3e9);
+    CHECK(kernel_seconds(e, gpu, Precision::bf16) ==
+          doctest::Approx(3e9 / (2e12 * 0.9)).epsilon(1e-12));
+  }
+  SUBCASE("a skinny GEMM is memory-bound") {
+    // 1 x 16384 x 16384: 5.4e8 flops at 1e15 x 0.75 x (1/101) x ~1 x ~1 take ~7.3e-5 s; its 5.4e8
+    // bytes at 1.8e12 B/s take 3e-4 s.
+    const KernelWork g = gemm("gemv", 1, 16384, 16384, 2);
+    const double bytes = (16384.0 + 16384.0 * 16384 + 16384) * 2;
+    CHECK(kernel_seconds(g, gpu, Precision::bf16) == doctest::Approx(bytes / 1.8e12).epsilon(1e-12));
+  }
+  SUBCASE("attention runs at the attention efficiency") {
+    KernelWork a;
+    a.kernel_class = KernelClass::attention;
+    a.flops = 1e12;
+    a.bytes = 1e6;
+    CHECK(kernel_seconds(a, gpu, Precision::bf16) ==
+          doctest::Approx(1e12 / (1e15 * 0.5)).epsilon(1e-12));
+  }
+  SUBCASE("the optimizer moves 36 bytes per parameter") {
+    const KernelWork adam = optimizer_step(1e9);
+    CHECK(adam.kernel_class == KernelClass::optimizer);
+    CHECK(kernel_seconds(adam, gpu, Precision::bf16) ==
+          doctest::Approx(36e9 / 1.8e12).epsilon(1e-12));
+  }
+}
+
+TEST_CASE("kernel time adds the launch overhead to the roofline time") {
+  // compute_model.hpp: "kernel_overhead + the larger of compute time ... and memory time".
+  const GpuSpec gpu = test_gpu();
+  const KernelWork g = gemm("big", 8192, 8192, 8192, 2);
+  const double efficiency = 0.75 * std::pow(8192.0 / 8292.0, 3);
+  CHECK(kernel_seconds(g, gpu, Precision::bf16) ==
+        doctest::Approx(5e-6 + 2.0 * 8192 * 8192 * 8192 / (1e15 * efficiency)).epsilon(1e-12));
+  CHECK(kernel_seconds(memory_bound("add", 3e9), gpu, Precision::bf16) ==
+        doctest::Approx(5e-6 + 3e9 / (2e12 * 0.9)).epsilon(1e-12));
+  // An empty kernel costs its launch.
+  CHECK(kernel_seconds(memory_bound("nothing", 0), gpu, Precision::bf16) == doctest::Approx(5e-6));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Pipeline schedules
+// ---------------------------------------------------------------------------------------------
+
+namespace {
+
+/// Every (microbatch, chunk) runs forward once and backward once, backward after forward.
+void check_complete(const std::vector<PipelinePass>& passes, int microbatches, int chunks) {
+  std::map<std::pair<int, int>, int> forward_at, backward_at;
+  for (size_t i = 0; i < passes.size(); ++i) {
+    const auto key = std::make_pair(passes[i].microbatch, passes[i].chunk);
+    auto& at = passes[i].forward ? forward_at : backward_at;
+    CHECK(at.count(key) == 0);
+    at[key] = static_cast<int>(i);
+  }
+  CHECK(passes.size() == static_cast<size_t>(2 * microbatches * chunks));
+  for (int mb = 0; mb < microbatches; ++mb) {
+    for (int chunk = 0; chunk < chunks; ++chunk) {
+      CAPTURE(mb);
+      CAPTURE(chunk);
+      const auto key = std::make_pair(mb, chunk);
+      REQUIRE(forward_at.count(key) == 1);
+      REQUIRE(backward_at.count(key) == 1);
+      CHECK(forward_at[key] < backward_at[key]);
+    }
+  }
+}
+
+}  // namespace
+
+TEST_CASE("1F1B: stage s warms up with min(pp - s - 1, m) forwards, then alternates") {
+  for (int pp : {1, 2, 4, 8}) {
+    for (int m : {1, 2, 3, 4, 8, 13}) {
+      for (int s = 0; s < pp; ++s) {
+        CAPTURE(pp);
+        CAPTURE(m);
+        CAPTURE(s);
+        const auto passes = pipeline_passes(PipelineSchedule::one_f_one_b, pp, 1, m, s);
+        check_complete(passes, m, 1);
+        const int warmup = std::min(pp - s - 1, m);
+        for (int i = 0; i < warmup; ++i) CHECK(passes[static_cast<size_t>(i)] == PipelinePass{true, i, 0});
+        // Steady state: forward w + k, then backward k; then the remaining backwards in order.
+        size_t i = static_cast<size_t>(warmup);
+        for (int k = 0; k < m - warmup; ++k) {
+          CHECK(passes[i++] == PipelinePass{true, warmup + k, 0});
+          CHECK(passes[i++] == PipelinePass{false, k, 0});
+        }
+        for (int k = m - warmup; k < m; ++k) CHECK(passes[i++] == PipelinePass{false, k, 0});
+        CHECK(max_in_flight(passes) == std::min(pp - s, m));
+      }
+    }
+  }
+}
+
+TEST_CASE("GPipe runs every forward, then every backward, holding all microbatches") {
+  for (int s = 0; s < 4; ++s) {
+    const auto passes = pipeline_passes(PipelineSchedule::gpipe, 4, 1, 6, s);
+    check_complete(passes, 6, 1);
+    for (int mb = 0; mb < 6; ++mb) {
+      CHECK(passes[static_cast<size_t>(mb)] == PipelinePass{true, mb, 0});
+      CHECK(passes[static_cast<size_t>(6 + mb)] == PipelinePass{false, mb, 0});
+    }
+    CHECK(max_in_flight(passes) == 6);
+  }
+}
+
+TEST_CASE("interleaved 1F1B visits every chunk of every microbatch in Megatron's order") {
+  for (int pp : {2, 4}) {
+    for (int v : {2, 3}) {
+      for (int m : {pp, 2 * pp, 3 * pp}) {
+        for (int s = 0; s < pp; ++s) {
+          CAPTURE(pp);
+          CAPTURE(v);
+          CAPTURE(m);
+          CAPTURE(s);
+          const auto passes = pipeline_passes(PipelineSchedule::interleaved, pp, v, m, s);
+          check_complete(passes, m, v);
+          // Forwards run microbatches in groups of pp, chunk 0 first; backwards the last chunk first.
+          std::vector<PipelinePass> forwards, backwards;
+          for (const auto& p : passes) (p.forward ? forwards : backwards).push_back(p);
+          for (int k = 0; k < m * v; ++k) {
+            const int group = k / (pp * v), chunk = (k / pp) % v;
+            CHECK(forwards[static_cast<size_t>(k)] == PipelinePass{true, group * pp + k % pp, chunk});
+            CHECK(backwards[static_cast<size_t>(k)] ==
+                  PipelinePass{false, group * pp + k % pp, v - 1 - chunk});
+          }
+          // Warm-up: (pp - s - 1) x 2 + (v - 1) x pp forwards before the first backward, capped.
+          const int warmup = std::min((pp - s - 1) * 2 + (v - 1) * pp, m * v);
+          int leading = 0;
+          while (leading < static_cast<int>(passes.size()) && passes[static_cast<size_t>(leading)].forward) {
+            ++leading;
+          }
+          CHECK(leading == std::min(warmup + 1, m * v));
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("a 1F1B or GPipe step of equal stages takes (m + p - 1)(f + b)") {
+  const double f = 1.5, b = 3.25;
+  for (auto schedule : {PipelineSchedule::one_f_one_b, PipelineSchedule::gpipe}) {
+    for (int p : {1, 2, 4, 8}) {
+      for (int m : {1, 3, 8, 16}) {
+        CAPTURE(static_cast<int>(schedule));
+        CAPTURE(p);
+        CAPTURE(m);
+        const std::vector<double> fs(static_cast<size_t>(p), f), bs(static_cast<size_t>(p), b);
+        const double makespan = pipeline_makespan(schedule, p, 1, m, fs, bs, 0.0);
+        CHECK(makespan == doctest::Approx((m + p - 1) * (f + b)).epsilon(1e-12));
+        const double bubble = (makespan - m * (f + b)) / makespan;
+        CHECK(bubble == doctest::Approx((p - 1.0) / (m + p - 1)).epsilon(1e-12));
+      }
+    }
+  }
+}
+
+TEST_CASE("GPipe with transfers pays one transfer per stage boundary each way") {
+  // Forwards stream down without waiting; the last microbatch crosses p - 1 boundaries each way.
+  const double f = 1, b = 2, t = 0.25;
+  for (int p : {2, 4}) {
+    for (int m : {1, 4, 8}) {
+      const std::vector<double> fs(static_cast<size_t>(p), f), bs(static_cast<size_t>(p), b);
+      CHECK(pipeline_makespan(PipelineSchedule::gpipe, p, 1, m, fs, bs, t) ==
+            doctest::Approx((m + p - 1) * (f + b) + 2 * (p - 1) * t).epsilon(1e-12));
+    }
+  }
+  // One microbatch through 1F1B is the same chain.
+  const std::vector<double> fs(4, f), bs(4, b);
+  CHECK(pipeline_makespan(PipelineSchedule::one_f_one_b, 4, 1, 1, fs, bs, t) ==
+        doctest::Approx(4 * (f + b) + 2 * 3 * t));
+}
+
+TEST_CASE("interleaving v chunks divides the bubble by v") {
+  const double f = 2, b = 4;
+  for (int p : {2, 4}) {
+    for (int v : {2, 4}) {
+      for (int m : {p, 2 * p, 4 * p}) {
+        CAPTURE(p);
+        CAPTURE(v);
+        CAPTURE(m);
+        const std::vector<double> fs(static_cast<size_t>(p * v), f / v);
+        const std::vector<double> bs(static_cast<size_t>(p * v), b / v);
+        const double interleaved = pipeline_makespan(PipelineSchedule::interleaved, p, v, m, fs, bs, 0);
+        const std::vector<double> f1(static_cast<size_t>(p), f), b1(static_cast<size_t>(p), b);
+        const double plain = pipeline_makespan(PipelineSchedule::one_f_one_b, p, 1, m, f1, b1, 0);
+        CHECK(interleaved < plain);
+        // Narayanan et al. 2021: bubble (p - 1)(f + b) / v.
+        CHECK(interleaved == doctest::Approx((m + (p - 1.0) / v) * (f + b)).epsilon(1e-12));
+        const double bubble = (interleaved - m * (f + b)) / interleaved;
+        CHECK(bubble == doctest::Approx((p - 1.0) / (v * m + p - 1)).epsilon(1e-12));
+      }
+    }
+  }
+}
+
+TEST_CASE("the makespan of unequal stages is set by the slowest one") {
+  // 1F1B, p = 2, m = 4: stage 1 twice as slow: F0 on stage 0, then stage 1 runs back to back.
+  const std::vector<double> fs = {1, 2}, bs = {2, 4};
+  CHECK(pipeline_makespan(PipelineSchedule::one_f_one_b, 2, 1, 4, fs, bs, 0) ==
+        doctest::Approx(1 + 4 * (2 + 4) + 2));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Memory
+// ---------------------------------------------------------------------------------------------
+
+namespace {
+
+/// A GPT of Korthikanti et al.: gelu MLP of 4h, multi-head attention, fp16, unfused attention.
+Scenario gpt_scenario(int tp, bool sequence_parallel, Recompute recompute) {
+  Scenario s;
+  TransformerSpec& m = s.workload.model;
+  m.layers = 8;
+  m.hidden = 1024;
+  m.ffn = 4096;
+  m.heads = 16;
+  m.kv_heads = 16;
+  m.vocab = 51200;
+  m.sequence = 2048;
+  m.mlp = MlpKind::gelu;
+  m.attention = AttentionKernel::unfused;
+  s.workload.kind = WorkloadKind::transformer;
+  s.workload.layers = m.layers;
+  s.workload.precision = Precision::fp16;
+  s.workload.microbatch = 2;
+  s.workload.global_batch = 16;
+  s.parallelism.tp = tp;
+  s.parallelism.sequence_parallel = sequence_parallel;
+  s.parallelism.recompute = recompute;
+  s.parallelism.gpus = tp;
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("layer activations follow Korthikanti et al. for a GPT layer") {
+  const double s = 2048, b = 2, h = 1024, a = 16;
+  for (int t : {1, 2, 4, 8}) {
+    CAPTURE(t);
+    const double no_sp = s * b * h * (10 + 24.0 / t + 5 * a * s / (h * t));
+    CHECK(layer_activation_bytes(gpt_scenario(t, false, Recompute::none)) ==
+          doctest::Approx(no_sp).epsilon(1e-12));
+    const double sp = s * b * h * (34.0 / t + 5 * a * s / (h * t));
+    CHECK(layer_activation_bytes(gpt_scenario(t, t > 1, Recompute::none)) ==
+          doctest::Approx(sp).epsilon(1e-12));
+    // Full recompute keeps the layer's input only.
+    CHECK(layer_activation_bytes(gpt_scenario(t, false, Recompute::full)) ==
+          doctest::Approx(s * b * h * 2).epsilon(1e-12));
+    CHECK(layer_activation_bytes(gpt_scenario(t, t > 1, Recompute::full)) ==
+          doctest::Approx(s * b * h * 2 / t).epsilon(1e-12));
+    // Selective recompute drops the attention scores: 34 s b h / t with sequence parallelism.
+    CHECK(layer_activation_bytes(gpt_scenario(t, t > 1, Recompute::selective)) ==
+          doctest::Approx(s * b * h * 34.0 / t).epsilon(1e-12));
+  }
+}
+
+TEST_CASE("flash attention saves only fp32 softmax statistics") {
+  Scenario sc = gpt_scenario(2, false, Recompute::none);
+  sc.workload.model.attention = AttentionKernel::flash;
+  const double s = 2048, b = 2, h = 1024, a = 16;
+  CHECK(layer_activation_bytes(sc) ==
+        doctest::Approx(s * b * h * (10 + 24.0 / 2) + b * a * s * 4 / 2).epsilon(1e-12));
+}
+
+namespace {
+
+/// A small model for hand-computed memory: layers 4 of 49280 parameters, embedding 128 x 64.
+Scenario memory_scenario(int pp, int dp, DataParallelKind kind) {
+  Scenario s;
+  s.workload.kind = WorkloadKind::transformer;
+  s.workload.model = small_model();
+  s.workload.model.layers = 4;
+  s.workload.model.attention = AttentionKernel::unfused;
+  s.workload.layers = 4;
+  s.workload.precision = Precision::fp16;
+  s.workload.microbatch = 2;
+  s.workload.global_batch = 2 * 4 * dp;  // 4 microbatches per replica
+  s.parallelism.pp = pp;
+  s.parallelism.dp = dp;
+  s.parallelism.data_parallel = kind;
+  s.parallelism.gpus = pp * dp;
+  return s;
+}
+
+// Per layer: 49280 parameters; activations s b h (34 + 5 a s / h) = 64 x 64 x 34 + 5 x 4 x 32^2 x 2.
+constexpr double kLayerParams = 49280;
+constexpr double kEmbeddingParams = 128 * 64;
+constexpr double kLayerActivations = 64.0 * 64 * 34 + 5.0 * 4 * 32 * 32 * 2;
+
+}  // namespace
+
+TEST_CASE("memory of a two-stage 1F1B pipeline with a sharded optimizer, by hand") {
+  const auto estimates = estimate_memory(memory_scenario(2, 4, DataParallelKind::zero1));
+  REQUIRE(estimates.size() == 2);
+  // Each stage: 2 layers and either the embedding or the untied output head.
+  const double params = 2 * kLayerParams + kEmbeddingParams;
+  for (const auto& m : estimates) {
+    CAPTURE(m.stage);
+    CHECK(m.weights == doctest::Approx(2 * params));
+    CHECK(m.gradients == doctest::Approx(2 * params));
+    CHECK(m.optimizer == doctest::Approx(12 * params / 4));
+  }
+  // Stage 0 holds min(2, 4) microbatches of its two layers, stage 1 one.
+  CHECK(estimates[0].activations == doctest::Approx(2 * 2 * kLayerActivations));
+  CHECK(estimates[1].activations == doctest::Approx(1 * 2 * kLayerActivations));
+  // The last stage's fp32 logits: tokens x vocab x (2 + 4).
+  CHECK(estimates[0].transient == 0.0);
+  CHECK(estimates[1].transient == doctest::Approx(64.0 * 128 * 6));
+  CHECK(estimates[1].total() ==
+        doctest::Approx(4 * params + 3 * params + 2 * kLayerActivations + 64.0 * 128 * 6));
+  // Plain DDP keeps the whole optimizer state on every replica.
+  const auto ddp = estimate_memory(memory_scenario(2, 4, DataParallelKind::ddp));
+  CHECK(ddp[0].optimizer == doctest::Approx(12 * params));
+}
+
+TEST_CASE("memory of a single stage counts both the embedding and the untied output head") {
+  // The single stage holds every parameter: 4 layers, the embedding and the head (untied, as
+  // model_parameters and the job's optimizer count them).
+  const auto estimates = estimate_memory(memory_scenario(1, 2, DataParallelKind::zero1));
+  REQUIRE(estimates.size() == 1);
+  const double params = 4 * kLayerParams + 2 * kEmbeddingParams;
+  CHECK(estimates[0].weights == doctest::Approx(2 * params));
+  CHECK(estimates[0].gradients == doctest::Approx(2 * params));
+  CHECK(estimates[0].optimizer == doctest::Approx(12 * params / 2));
+  // pp 1: 1F1B holds one microbatch at a time.
+  CHECK(estimates[0].activations == doctest::Approx(4 * kLayerActivations));
+}
+
+TEST_CASE("check_memory refuses a model that does not fit and accepts one that does") {
+  Scenario s = memory_scenario(2, 4, DataParallelKind::zero1);
+  s.platform.gpu.model = "Tiny";
+  s.platform.gpu.memory_bytes = 1e9;
+  CHECK_NOTHROW(check_memory(s));
+  s.platform.gpu.memory_bytes = 1e6;  // stage 0 needs about 1.5 MB
+  CHECK_THROWS_AS(check_memory(s), InputError);
+  s.engine.check_memory = false;
+  CHECK_NOTHROW(check_memory(s));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Rank grid, layer split and jobs
+// ---------------------------------------------------------------------------------------------
+
+TEST_CASE("rank coordinates round-trip, tensor parallelism innermost by default") {
+  ParallelismSpec p;
+  p.tp = 2;
+  p.cp = 1;
+  p.pp = 3;
+  p.dp = 4;
+  const RankGrid grid(p);
+  REQUIRE(grid.ranks() == 24);
+  for (int rank = 0; rank < 24; ++rank) {
+    CAPTURE(rank);
+    const auto c = grid.coords(rank);
+    CHECK(c[static_cast<size_t>(ParallelDim::tp)] == rank % 2);
+    CHECK(c[static_cast<size_t>(ParallelDim::cp)] == 0);
+    CHECK(c[static_cast<size_t>(ParallelDim::pp)] == (rank / 2) % 3);
+    CHECK(c[static_cast<size_t>(ParallelDim::dp)] == rank / 6);
+    CHECK(grid.rank(c) == rank);
+  }
+  // Data parallelism innermost: consecutive ranks are replicas.
+  p.order = {ParallelDim::dp, ParallelDim::pp, ParallelDim::cp, ParallelDim::tp};
+  const RankGrid other(p);
+  std::set<std::array<int, 4>> seen;
+  for (int rank = 0; rank < 24; ++rank) {
+    const auto c = other.coords(rank);
+    CHECK(c[static_cast<size_t>(ParallelDim::dp)] == rank % 4);
+    CHECK(c[static_cast<size_t>(ParallelDim::pp)] == (rank / 4) % 3);
+    CHECK(c[static_cast<size_t>(ParallelDim::tp)] == rank / 12);
+    CHECK(other.rank(c) == rank);
+    seen.insert(c);
+  }
+  CHECK(seen.size() == 24);
+}
+
+TEST_CASE("layers split evenly over virtual stages unless stage_layers says otherwise") {
+  ParallelismSpec p;
+  p.pp = 2;
+  p.virtual_stages = 2;
+  const auto even = split_layers(p, 8);
+  REQUIRE(even.size() == 4);
+  for (int i = 0; i < 4; ++i) {
+    CHECK(even[static_cast<size_t>(i)].first == 2 * i);
+    CHECK(even[static_cast<size_t>(i)].count == 2);
+  }
+  p.stage_layers = {1, 3, 3, 1};
+  const auto uneven = split_layers(p, 8);
+  REQUIRE(uneven.size() == 4);
+  CHECK(uneven[1].first == 1);
+  CHECK(uneven[2].first == 4);
+  CHECK(uneven[3].first == 7);
+  CHECK(uneven[3].count == 1);
+}
+
+namespace {
+
+/// Checks that a job can run: matched sends and receives, events recorded where they are waited
+/// for, and the same collectives in the same order on every member of each group.
+void check_job_consistent(const Job& job) {
+  const int ranks = job.rank_count();
+  REQUIRE(job.program_of_rank.size() == static_cast<size_t>(ranks));
+  // (sender, receiver) -> (bytes, microbatch) in program order.
+  std::map<std::pair<int, int>, std::vector<std::pair<double, int>>> sent, received;
+  std::map<int, std::map<int, std::vector<std::pair<int, double>>>> calls;  // group -> rank -> ops
+  for (int rank = 0; rank < ranks; ++rank) {
+    CAPTURE(rank);
+    const Program& program = *job.program_of_rank[static_cast<size_t>(rank)];
+    std::map<int, std::vector<size_t>> recorded_in;  // event -> streams
+    std::vector<std::pair<int, size_t>> waits;       // event, stream
+    for (size_t stream = 0; stream < program.streams.size(); ++stream) {
+      for (const Op& op : program.streams[stream]) {
+        switch (op.kind) {
+          case Op::Kind::send:
+            CHECK(op.peer >= 0);
+            CHECK(op.peer != rank);
+            sent[{rank, op.peer}].push_back({op.bytes, op.microbatch});
+            break;
+          case Op::Kind::recv:
+            received[{op.peer, rank}].push_back({op.bytes, op.microbatch});
+            break;
+          case Op::Kind::record:
+            recorded_in[op.event].push_back(stream);
+            break;
+          case Op::Kind::wait:
+            waits.push_back({op.event, stream});
+            break;
+          case Op::Kind::collective: {
+            REQUIRE(op.group >= 0);
+            REQUIRE(op.group < static_cast<int>(job.groups.size()));
+            const auto& members = job.groups[static_cast<size_t>(op.group)].ranks;
+            CHECK(std::find(members.begin(), members.end(), rank) != members.end());
+            calls[op.group][rank].push_back({static_cast<int>(op.collective), op.bytes});
+            break;
+          }
+          case Op::Kind::compute:
+            CHECK(op.segment < static_cast<int>(job.segments.size()));
+            break;
+        }
+      }
+    }
+    for (const auto& [event, streams] : recorded_in) {
+      CHECK(event >= 0);
+      CHECK(event < program.events);
+      CHECK(streams.size() == 1);  // once per step
+    }
+    for (const auto& [event, stream] : waits) {
+      CAPTURE(event);
+      REQUIRE(recorded_in.count(event) == 1);
+      CHECK(recorded_in[event].front() != stream);
+    }
+  }
+  CHECK(sent == received);
+  for (const auto& [group, by_rank] : calls) {
+    CAPTURE(group);
+    const auto& members = job.groups[static_cast<size_t>(group)].ranks;
+    CHECK(by_rank.size() == members.size());
+    for (const auto& [rank, ops] : by_rank) {
+      CAPTURE(rank);
+      CHECK(ops == by_rank.begin()->second);
+    }
+  }
+}
+
+Job tiny_job(const std::vector<std::string>& overrides, Scenario* out = nullptr) {
+  const Scenario s = load_scenario(kTinyGpt, overrides);
+  if (out != nullptr) *out = s;
+  return build_transformer_job(s, Topology(s.platform));
+}
+
+int count_groups(const Job& job, const std::string& name) {
+  return static_cast<int>(std::count_if(job.groups.begin(), job.groups.end(),
+                                        [&](const CollectiveGroup& g) { return g.name == name; }));
+}
+
+int count_ops(const Program& program, Op::Kind kind) {
+  int n = 0;
+  for (const auto& stream : program.streams) {
+    for (const Op& op : stream) n += op.kind == kind;
+  }
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("tiny-gpt on 16 GPUs: groups along each dimension and matched transfers") {
+  // tp 2, pp 2, dp 4: ranks are tp + 2 pp + 4 dp.
+  const Job job = tiny_job({});
+  REQUIRE(job.rank_count() == 16);
+  CHECK(count_groups(job, "tp") == 8);
+  CHECK(count_groups(job, "dp") == 4);
+  CHECK(job.groups.size() == 12);
+  for (const auto& g : job.groups) {
+    CAPTURE(g.name);
+    if (g.name == "tp") {
+      REQUIRE(g.ranks.size() == 2);
+      CHECK(g.ranks[0] % 2 == 0);
+      CHECK(g.ranks[1] == g.ranks[0] + 1);
+    } else {
+      REQUIRE(g.ranks.size() == 4);
+      for (size_t i = 1; i < 4; ++i) CHECK(g.ranks[i] == g.ranks[i - 1] + 4);
+    }
+  }
+  check_job_consistent(job);
+  // 16 / 4 = 4 microbatches per replica; stage 0 sends each forward to its stage-1 peer (rank + 2)
+  // and receives each backward; b s h x 2 bytes = 512 x 256 x 2.
+  const Program& first = *job.program_of_rank[1];
+  int sends = 0;
+  for (const Op& op : first.streams[0]) {
+    if (op.kind == Op::Kind::send || op.kind == Op::Kind::recv) {
+      CHECK(op.peer == 3);
+      CHECK(op.bytes == 512.0 * 256 * 2);
+      sends += op.kind == Op::Kind::send;
+    }
+  }
+  CHECK(sends == 4);
+  CHECK(count_ops(first, Op::Kind::recv) == 4);
+  // Overlapped DDP: a second stream reduces the gradients.
+  CHECK(first.streams.size() == 2);
+}
+
+TEST_CASE("jobs of every schedule and data-parallel kind are consistent") {
+  const std::vector<std::vector<std::string>> variants = {
+      {},
+      {"parallelism.sequence_parallel=true"},
+      {"parallelism.data_parallel=zero1"},
+      {"parallelism.data_parallel=fsdp"},
+      {"parallelism.overlap_gradient_reduce=false"},
+      {"parallelism.gradient_bucket=1MB"},
+      {"parallelism.schedule=gpipe"},
+      {"parallelism.schedule=interleaved", "parallelism.virtual_stages=2"},
+      {"parallelism.recompute=full", "engine.layer_collectives=analytic"},
+      {"parallelism.gpus=16", "parallelism.tp=1", "parallelism.pp=4", "parallelism.dp=4"},
+      {"parallelism.gpus=16", "parallelism.tp=2", "parallelism.pp=1", "parallelism.dp=4",
+       "parallelism.cp=2"},
+      {"parallelism.gpus=12", "parallelism.tp=2", "parallelism.pp=3", "parallelism.dp=2",
+       "parallelism.stage_layers=[1, 2, 1]"},
+  };
+  for (const auto& overrides : variants) {
+    std::string label;
+    for (const auto& o : overrides) label += o + " ";
+    CAPTURE(label);
+    Scenario s;
+    const Job job = tiny_job(overrides, &s);
+    const auto& p = s.parallelism;
+    CHECK(job.rank_count() == p.ranks());
+    if (p.tp > 1) CHECK(count_groups(job, "tp") == p.ranks() / p.tp);
+    if (p.cp > 1) CHECK(count_groups(job, "cp") == p.ranks() / p.cp);
+    if (p.data_parallel == DataParallelKind::fsdp) {
+      CHECK(count_groups(job, "dp_gather") == p.ranks() / (p.dp * p.cp));
+      CHECK(count_groups(job, "dp_reduce") == p.ranks() / (p.dp * p.cp));
+    } else {
+      CHECK(count_groups(job, "dp") == p.ranks() / (p.dp * p.cp));
+    }
+    check_job_consistent(job);
+    // Every rank of pipeline stage s runs its microbatches' passes: one send per pass that
+    // leaves the rank.
+    const RankGrid grid(p);
+    const int m = microbatches_per_replica(s);
+    const int stages = p.pp * p.virtual_stages;
+    for (int rank = 0; rank < p.ranks(); ++rank) {
+      const int stage = grid.coords(rank)[static_cast<size_t>(ParallelDim::pp)];
+      int leaving = 0;
+      for (int chunk = 0; chunk < p.virtual_stages; ++chunk) {
+        const int vs = virtual_stage(chunk, stage, p.pp);
+        leaving += (vs < stages - 1) + (vs > 0);
+      }
+      CHECK(count_ops(*job.program_of_rank[static_cast<size_t>(rank)], Op::Kind::send) ==
+            leaving * m);
+    }
+  }
+}
+
+TEST_CASE("smaller gradient buckets give more data-parallel all-reduces of the same total") {
+  Scenario s;
+  const Job one = tiny_job({"parallelism.overlap_gradient_reduce=false"}, &s);
+  const Job many = tiny_job({"parallelism.overlap_gradient_reduce=false",
+                             "parallelism.gradient_bucket=256KiB"});
+  auto dp_bytes = [](const Job& job, int rank, int* count) {
+    double total = 0;
+    *count = 0;
+    for (const auto& stream : job.program_of_rank[static_cast<size_t>(rank)]->streams) {
+      for (const Op& op : stream) {
+        if (op.kind == Op::Kind::collective &&
+            job.groups[static_cast<size_t>(op.group)].name == "dp") {
+          total += op.bytes;
+          ++*count;
+        }
+      }
+    }
+    return total;
+  };
+  // Stage 0 of tp 2: half of 2 layers and half of the embedding, in bf16.
+  const LayerContext c = layer_context(s);
+  const double expected = (2 * layer_parameters(c.model) + embedding_parameters(c)) / 2 * 2;
+  int one_count = 0, many_count = 0;
+  CHECK(dp_bytes(one, 0, &one_count) == doctest::Approx(expected));
+  CHECK(dp_bytes(many, 0, &many_count) == doctest::Approx(expected));
+  CHECK(one_count == 1);
+  CHECK(many_count > 1);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Parallelism rules
+// ---------------------------------------------------------------------------------------------
+
+TEST_CASE("parallelism that does not fit the model is refused with a clear message") {
+  const std::string at = kTinyGpt + ":5:14: error: ";
+  CHECK(errors_of(kTinyGpt, {"parallelism.tp=16", "parallelism.pp=1", "parallelism.dp=1"}) ==
+        at + "model heads 8 is not a multiple of tp 16\n" + at +
+            "model kv_heads 8 is not a multiple of tp 16");
+  CHECK(errors_of(kTinyGpt, {"parallelism.gpus=12", "parallelism.pp=3", "parallelism.dp=2"}) ==
+        at + "model layers 4 is not a multiple of pp x virtual_stages 3; give "
+             "'parallelism.stage_layers' for an uneven split");
+  CHECK(errors_of(kTinyGpt, {"parallelism.gpus=12", "parallelism.pp=3", "parallelism.dp=2",
+                             "parallelism.stage_layers=[2, 1, 1]"})
+            .empty());
+  const std::string stage_layers = errors_of(kTinyGpt, {"parallelism.stage_layers=[1, 2]"});
+  CHECK(stage_layers.find("error: 'parallelism.stage_layers' must give 2 stages (pp x "
+                          "virtual_stages) summing to the model's 4 layers; got 2 summing to 3") !=
+        std::string::npos);
+  CHECK(stage_layers.rfind("--set:1:", 0) == 0);
+  CHECK(errors_of(kTinyGpt, {"parallelism.schedule=interleaved"}) ==
+        at + "schedule 'interleaved' needs pp >= 2 and virtual_stages >= 2");
+  CHECK(errors_of(kTinyGpt, {"parallelism.virtual_stages=2"}) ==
+        at + "virtual_stages > 1 needs schedule 'interleaved'");
+  const std::string workload = PRISMSIM_SOURCE_DIR "/workloads/tiny-gpt.yaml";
+  CHECK(errors_of(kTinyGpt, {"workload.microbatch=3"}) ==
+        workload + ":12:15: error: 'workload.global_batch' 16 is not a multiple of dp 4 x "
+                   "microbatch 3");
+  CHECK(errors_of(kTinyGpt, {"parallelism.schedule=interleaved", "parallelism.virtual_stages=2",
+                             "workload.microbatch=4"}) ==
+        workload + ":12:15: error: schedule 'interleaved' needs the 1 microbatches per replica "
+                   "to be a multiple of pp 2");
+}
