@@ -2,6 +2,8 @@
 # Speed and size benchmarks. Prints figures; checks nothing (targets are in the README).
 #   platform build: 16,384 and 131,072 GPUs (8 per node, 3-tier fat-tree of radix 128)
 #   one data-parallel step of the bundled 7B layer stack on 1,024 GPUs, one process, one core
+#   one step of Llama 3 70B on 1,024 H100 and of Llama 3 405B on 16,384 H100, one core
+#   collectives (prismsim collective)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/install-deps.sh
@@ -31,6 +33,14 @@ for fidelity in auto; do
     --set engine.collective_fidelity=$fidelity 2>"$out/time" >/dev/null
   events=$(grep -o '"executions": [0-9]*, "transfers": [0-9]*' "$out/summary.json")
   echo "collective fidelity $fidelity: $(tail -1 "$out/time"); $events"
+done
+
+echo "== one transformer step, one core (whole command: parse, build programs, simulate)"
+for scenario in llama3-70b-h100 llama3-405b-h100; do
+  /usr/bin/time -f "%e s wall, %M KiB peak" taskset -c 0 "$bin/prismsim" run \
+    "workloads/scenarios/$scenario.yaml" --out "$out" --runs 1 --jobs 1 2>"$out/time" >"$out/text"
+  events=$(grep -o '"executions": [0-9]*, "transfers": [0-9]*' "$out/summary.json")
+  echo "$scenario: $(tail -1 "$out/time"); simulated $(grep -o 'mean [0-9.]* [a-z]*' "$out/text"); $events"
 done
 
 echo "== collectives (prismsim collective, whole command)"

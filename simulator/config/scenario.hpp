@@ -25,7 +25,7 @@ struct ComputeModelSpec {
   double gemm_half_size = 64;         ///< GEMM dimension at which that dimension halves efficiency
   double attention_efficiency = 0.5;  ///< fraction of peak of fused (flash) attention
   double memory_efficiency = 0.8;     ///< fraction of HBM bandwidth of memory-bound kernels
-  double kernel_overhead_s = 4e-6;    ///< launch and framework gap per kernel
+  double kernel_overhead_s = 4e-6;    ///< host time to issue one kernel: the shortest a kernel takes
 };
 
 /// One GPU model.

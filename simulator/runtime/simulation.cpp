@@ -47,22 +47,24 @@ Simulation::Simulation(const Scenario& scenario, const Job& job, Topology topolo
 Simulation::~Simulation() = default;
 
 std::string Simulation::collective_summary() {
-  size_t largest = 0;
-  for (size_t g = 1; g < groups_.size(); ++g) {
-    if (groups_[g]->size() > groups_[largest]->size()) largest = g;
-  }
+  // The first call of the largest group that any program uses.
+  const Op* first = nullptr;
   for (const auto& program : job_.program_of_rank) {
     for (const auto& stream : program->streams) {
       for (const Op& op : stream) {
-        if (op.kind != Op::Kind::collective || op.group != static_cast<int>(largest)) continue;
-        const PreparedCollective& call = groups_[largest]->prepare(
-            op.collective, op.bytes, scenario_.engine.collective_algorithm, op.root);
-        return std::string(to_string(call.algorithm)) + "/" + call.protocol->name + "/" +
-               (call.coarse ? "coarse" : "step");
+        if (op.kind == Op::Kind::collective &&
+            (first == nullptr || groups_[static_cast<size_t>(op.group)]->size() >
+                                     groups_[static_cast<size_t>(first->group)]->size())) {
+          first = &op;
+        }
       }
     }
   }
-  return "none";
+  if (first == nullptr) return "none";
+  const PreparedCollective& call = groups_[static_cast<size_t>(first->group)]->prepare(
+      first->collective, first->bytes, scenario_.engine.collective_algorithm, first->root);
+  return std::string(to_string(call.algorithm)) + "/" + call.protocol->name + "/" +
+         (call.coarse ? "coarse" : "step");
 }
 
 int Simulation::run(const StepCallback& on_step) {

@@ -113,10 +113,11 @@ std::string summary_text(const StudyResults& r) {
   int completed = 0;
   for (const auto& run : r.runs) completed += run.ok;
   std::string text = fmt::format(
-      "scenario {}: {} GPUs (dp {} x tp {} x pp {}) on {}, workload {}\n"
+      "scenario {}: {} GPUs (dp {} x tp {} x pp {}{}) on {}, workload {}\n"
       "runs {} of {} completed, {} step(s) each, seed {}, collectives {}\n",
-      s.name, s.parallelism.dp * s.parallelism.tp * s.parallelism.pp, s.parallelism.dp,
-      s.parallelism.tp, s.parallelism.pp, s.platform.name, s.workload.name, completed,
+      s.name, s.parallelism.ranks(), s.parallelism.dp, s.parallelism.tp, s.parallelism.pp,
+      s.parallelism.cp > 1 ? fmt::format(" x cp {}", s.parallelism.cp) : "", s.platform.name,
+      s.workload.name, completed,
       s.simulation.runs, s.simulation.steps, s.simulation.seed, r.collectives);
   if (d.count > 0) {
     text += fmt::format("step time: mean {}  p50 {}  p95 {}  p99 {}  max {}\n",

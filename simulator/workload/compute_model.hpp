@@ -30,9 +30,10 @@ KernelWork memory_bound(std::string name, double bytes,
 /// more bytes per flop; the factor models both with one size.
 double gemm_efficiency(const ComputeModelSpec& model, double m, double n, double k);
 
-/// Nominal duration on `gpu`: kernel_overhead + the larger of compute time (flops at the peak of
-/// `precision` x the class's efficiency) and memory time (bytes at HBM bandwidth x
-/// memory_efficiency), a roofline.
+/// Nominal duration on `gpu`: a roofline with three roofs, the largest of compute time (flops at
+/// the peak of `precision` x the class's efficiency), memory time (bytes at HBM bandwidth x
+/// memory_efficiency) and kernel_overhead, the host's time to issue a kernel: the GPU cannot run
+/// kernels faster than the framework launches them (small models are host-bound).
 double kernel_seconds(const KernelWork& work, const GpuSpec& gpu, Precision precision);
 
 }  // namespace prismsim

@@ -16,6 +16,12 @@ using namespace prismsim;
 
 namespace {
 
+/// doctest::Approx relative to the values compared: its default scale of 1 would make it an
+/// absolute tolerance for values below 1 (seconds, fractions).
+doctest::Approx rel(double expected, double epsilon = 1e-9) {
+  return doctest::Approx(expected).epsilon(epsilon).scale(0);
+}
+
 const std::string kTinyGpt = PRISMSIM_SOURCE_DIR "/workloads/scenarios/tiny-gpt-h100.yaml";
 
 /// tiny-gpt (4 layers, hidden 256, sequence 512, 16 sequences a step) on H100s, one step.
@@ -89,8 +95,8 @@ TEST_CASE("one transformer GPU runs its microbatches' passes and the optimizer b
     REQUIRE(op.kind == Op::Kind::compute);
     segments += job.segments[static_cast<size_t>(op.segment)].seconds;
   }
-  CHECK(segments == doctest::Approx(expected).epsilon(1e-12));
-  CHECK(simulate_step(s) == doctest::Approx(expected).epsilon(1e-9));
+  CHECK(segments == rel(expected).epsilon(1e-12));
+  CHECK(simulate_step(s) == rel(expected).epsilon(1e-9));
 }
 
 namespace {
@@ -121,7 +127,7 @@ void check_pipeline(const Scenario& s) {
                                             transfer) +
                           optimizer_seconds(s, layer_parameters(c.model) + embedding_parameters(c));
   CAPTURE(transfer);
-  CHECK(simulate_step(s) == doctest::Approx(expected).epsilon(1e-6));
+  CHECK(simulate_step(s) == rel(expected).epsilon(1e-6));
 }
 
 }  // namespace
@@ -152,31 +158,53 @@ TEST_CASE("a 1F1B pipeline on slow links matches the closed-form schedule with t
                        "parallelism.dp=1", "platform.node.nvlink.bandwidth=1GBps"}));
 }
 
-TEST_CASE("tensor-parallel collectives in the network cost what the analytic model charges") {
-  // TP 8 inside one node; 4 sequences keep the simulation short.
-  const std::vector<std::string> base = {"parallelism.gpus=8", "parallelism.tp=8",
-                                         "parallelism.pp=1", "parallelism.dp=1",
-                                         "workload.global_batch=4"};
+namespace {
+
+/// Step times of tiny-gpt on one node with TP 8, its collectives in the network and analytic.
+/// Kernels take 1 ns of host time, so that the collectives are a large part of the step.
+std::pair<double, double> tp_step_times(int microbatch, const char* algorithm) {
   auto with = [&](const char* mode) {
-    auto overrides = base;
-    overrides.push_back(std::string("engine.layer_collectives=") + mode);
-    return tiny(overrides);
+    return tiny({"parallelism.gpus=8", "parallelism.tp=8", "parallelism.pp=1", "parallelism.dp=1",
+                 "workload.global_batch=16", "workload.microbatch=" + std::to_string(microbatch),
+                 "platform.gpu.compute.kernel_overhead=1ns",
+                 std::string("engine.collective_algorithm=") + algorithm,
+                 std::string("engine.layer_collectives=") + mode});
   };
   const Scenario network = with("network");
-  const Scenario analytic = with("analytic");
   const double network_s = simulate_step(network);
-  const double analytic_s = simulate_step(analytic);
-  CAPTURE(network_s);
-  CAPTURE(analytic_s);
-  CHECK(network_s == doctest::Approx(analytic_s).epsilon(0.02));
-  // Both include the collectives: more than the compute alone.
+  const double analytic_s = simulate_step(with("analytic"));
+  // Both include the collectives: well more than the compute alone.
   const LayerContext c = layer_context(network);
   const auto [forward, backward] = stage_seconds(network, 0, 1, 4);
-  const double compute = 4 * (forward + backward) +
+  const double compute = 16 / microbatch * (forward + backward) +
                          optimizer_seconds(network, (4 * layer_parameters(c.model) +
                                                      2 * embedding_parameters(c)) / 8);
-  CHECK(network_s > compute);
-  CHECK(analytic_s > compute);
+  CAPTURE(compute);
+  CHECK(network_s > 1.5 * compute);
+  CHECK(analytic_s > 1.5 * compute);
+  return {network_s, analytic_s};
+}
+
+}  // namespace
+
+TEST_CASE("tensor-parallel ring all-reduces in the network cost what the analytic model charges") {
+  // One microbatch of 16 sequences: 4 MiB all-reduces, for which automatic picks the ring.
+  const auto [network_s, analytic_s] = tp_step_times(16, "auto");
+  CHECK(network_s == rel(analytic_s, 0.02));
+}
+
+// The two cases below fail (see the report of the transformer tests).
+TEST_CASE("tensor-parallel tree all-reduces in the network cost what the analytic model charges") {
+  // 16 microbatches of one sequence: 256 KiB all-reduces, for which automatic picks the double
+  // binary tree; step by step it takes 8.3 us where the cost model charges 13 us.
+  const auto [network_s, analytic_s] = tp_step_times(1, "auto");
+  CHECK(network_s == rel(analytic_s, 0.02));
+}
+
+TEST_CASE("analytic tensor-parallel collectives use the algorithm the engine forces") {
+  // engine.collective_algorithm: ring; the network runs rings, the analytic charge must too.
+  const auto [network_s, analytic_s] = tp_step_times(1, "ring");
+  CHECK(network_s == rel(analytic_s, 0.02));
 }
 
 TEST_CASE("overlapping the gradient all-reduce with the backward never lengthens a step") {
@@ -193,7 +221,7 @@ TEST_CASE("overlapping the gradient all-reduce with the backward never lengthens
   const double one_sequential = step(false, nullptr);
   const double one_overlapped = step(true, nullptr);
   CHECK(one_overlapped <= one_sequential * (1 + 1e-9));
-  CHECK(one_overlapped == doctest::Approx(one_sequential).epsilon(1e-9));
+  CHECK(one_overlapped == rel(one_sequential).epsilon(1e-9));
   // 1 MB buckets: one per layer; all but the embedding's overlap the rest of the backward.
   const double many_sequential = step(false, "1MB");
   const double many_overlapped = step(true, "1MB");
