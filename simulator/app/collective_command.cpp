@@ -3,6 +3,7 @@
 #include <cmath>
 #include <fstream>
 #include <iostream>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -85,6 +86,8 @@ int collective_command(int argc, char** argv) {
   const auto algorithm = parse_algorithm(algo_name);
   if (!algorithm) throw UsageError(fmt::format("unknown algorithm '{}'", algo_name));
   EngineSpec engine;
+  // One call at a time: automatic fidelity depends on the group size only.
+  engine.step_fidelity_max_transfers = std::numeric_limits<int64_t>::max();
   if (fidelity_name == "step") engine.collective_fidelity = CollectiveFidelity::step;
   else if (fidelity_name == "coarse") engine.collective_fidelity = CollectiveFidelity::coarse;
   else if (fidelity_name != "auto") throw UsageError(fmt::format("unknown fidelity '{}'", fidelity_name));

@@ -58,12 +58,9 @@ void write_file(const std::filesystem::path& path, const std::string& text) {
 
 int run_check(const Options& options) {
   const Scenario s = load_scenario(options.scenario, options.overrides);
-  std::cout << fmt::format("{}: ok: scenario {} on {} ({} GPUs of {}), workload {}\n",
-                           options.scenario, s.name, s.platform.name, s.parallelism.ranks(),
-                           s.platform.total_gpus(), s.workload.name);
   if (s.workload.kind == WorkloadKind::transformer) {
     const LayerContext c = layer_context(s);
-    std::cout << fmt::format("model: {:.2f} B parameters, {} microbatches of {} per replica "
+    std::cout << fmt::format("model: {:.4g}B parameters, {} microbatches of {} per replica "
                              "per step\n",
                              model_parameters(c) / 1e9, microbatches_per_replica(s),
                              s.workload.microbatch);
@@ -71,8 +68,12 @@ int run_check(const Options& options) {
       std::cout << fmt::format("memory per GPU, pipeline stage {}: {} of {:.1f} GiB\n", m.stage,
                                m.str(), s.platform.gpu.memory_bytes / (1024.0 * 1024 * 1024));
     }
+    std::cout.flush();
+    check_memory(s);
   }
-  check_memory(s);
+  std::cout << fmt::format("{}: ok: scenario {} on {} ({} GPUs of {}), workload {}\n",
+                           options.scenario, s.name, s.platform.name, s.parallelism.ranks(),
+                           s.platform.total_gpus(), s.workload.name);
   return kExitOk;
 }
 

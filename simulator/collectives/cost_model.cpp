@@ -25,7 +25,7 @@ std::vector<PhaseCost> estimate_phases(const CollectivePlan& plan, int group_siz
                                        const std::vector<int>& gpu_of_position,
                                        const Topology& topology) {
   const auto latency_steps = plan.phase_latency_steps();
-  const auto fill = plan.phase_pipeline_fill();
+  const auto fill_bytes = plan.phase_pipeline_fill_bytes();
   std::vector<PhaseCost> phases(latency_steps.size());
   // Loads of the links the phase touches (a small group on a large platform touches few).
   std::unordered_map<int, double> load;
@@ -34,7 +34,7 @@ std::vector<PhaseCost> estimate_phases(const CollectivePlan& plan, int group_siz
   for (size_t phase = 0; phase < phases.size(); ++phase) {
     PhaseCost& cost = phases[phase];
     cost.latency_steps = latency_steps[phase];
-    cost.pipeline_fill = std::max(0.0, fill[phase]);
+    double slowest_Bps = 0;  // the narrowest link any message of the phase crosses
     for (int pos = 0; pos < group_size; ++pos) {
       plan.phase(pos, static_cast<int>(phase), step);
       step.merge_by_peer();
@@ -46,7 +46,9 @@ std::vector<PhaseCost> estimate_phases(const CollectivePlan& plan, int group_siz
         double latency = 0;
         for (int link : path) {
           load[link] += send.bytes;
-          latency += topology.links()[static_cast<size_t>(link)].latency_s;
+          const TopologyLink& l = topology.links()[static_cast<size_t>(link)];
+          latency += l.latency_s;
+          if (slowest_Bps == 0 || l.bandwidth_Bps < slowest_Bps) slowest_Bps = l.bandwidth_Bps;
         }
         cost.max_hop_latency_s = std::max(cost.max_hop_latency_s, latency);
       }
@@ -56,6 +58,7 @@ std::vector<PhaseCost> estimate_phases(const CollectivePlan& plan, int group_siz
       cost.bandwidth_s = std::max(cost.bandwidth_s, bytes / bandwidth_Bps);
     }
     load.clear();
+    if (slowest_Bps > 0) cost.pipeline_fill_s = std::max(0.0, fill_bytes[phase]) / slowest_Bps;
   }
   return phases;
 }
@@ -63,7 +66,7 @@ std::vector<PhaseCost> estimate_phases(const CollectivePlan& plan, int group_siz
 double phase_remainder_seconds(const PhaseCost& phase, const ProtocolSpec& protocol) {
   return std::max(0, phase.latency_steps - 1) * phase.max_hop_latency_s +
          phase.latency_steps * protocol.step_latency_s +
-         phase.bandwidth_s * phase.pipeline_fill / protocol.bandwidth_efficiency;
+         phase.pipeline_fill_s / protocol.bandwidth_efficiency;
 }
 
 double predicted_seconds(const std::vector<PhaseCost>& phases, double launch_latency_s,

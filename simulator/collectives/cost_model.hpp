@@ -13,7 +13,7 @@ struct PhaseCost {
   double bandwidth_s = 0;        ///< busiest link: bytes it carries / its bandwidth
   double max_hop_latency_s = 0;  ///< largest route latency among the phase's messages
   int latency_steps = 0;         ///< sequential message latencies in the full algorithm
-  double pipeline_fill = 0;      ///< extra bandwidth time of a pipeline's fill, as a fraction
+  double pipeline_fill_s = 0;    ///< a pipeline's fill and drain over the slowest link crossed
 };
 
 /// Where each of `gpus` sits (node, slot), as plans need it.

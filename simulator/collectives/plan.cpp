@@ -66,8 +66,8 @@ class RingPlan final : public CollectivePlan {
   std::vector<int> phase_latency_steps() const override {
     return {chain_ ? n_ - 1 + chunks_ - 1 : steps_};
   }
-  std::vector<double> phase_pipeline_fill() const override {
-    return {chain_ ? static_cast<double>(n_ - 2) / chunks_ : 0.0};
+  std::vector<double> phase_pipeline_fill_bytes() const override {
+    return {chain_ ? (n_ - 2) * chunk_ : 0.0};
   }
   void phase(int pos, int, CommStep& out) const override {
     out.clear();
@@ -147,8 +147,8 @@ class TreePlan final : public CollectivePlan {
 
   int phases() const override { return 1; }
   std::vector<int> phase_latency_steps() const override { return {2 * depth_ + chunks_ - 1}; }
-  std::vector<double> phase_pipeline_fill() const override {
-    return {static_cast<double>(2 * depth_ - 1) / chunks_};
+  std::vector<double> phase_pipeline_fill_bytes() const override {
+    return {(2 * depth_ - 1) * chunk_};
   }
   void phase(int pos, int, CommStep& out) const override {
     out.clear();

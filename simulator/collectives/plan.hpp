@@ -37,9 +37,9 @@ class CollectivePlan {
   /// Per phase: the message latencies in sequence on the critical path of the step-by-step
   /// algorithm; a coarse run simulates one and adds the others.
   virtual std::vector<int> phase_latency_steps() const = 0;
-  /// Per phase: a pipelined algorithm's fill and drain, as a fraction of the phase's bandwidth
-  /// time (k chunks through s stages take (k + s - 1) chunk times: the fraction is (s - 1) / k).
-  virtual std::vector<double> phase_pipeline_fill() const {
+  /// Per phase: the bytes a pipelined algorithm's fill and drain add to its critical path, each
+  /// crossing one hop (k chunks through s hops take k + s - 1 chunk times: s - 1 extra chunks).
+  virtual std::vector<double> phase_pipeline_fill_bytes() const {
     return std::vector<double>(static_cast<size_t>(phases()), 0.0);
   }
 

@@ -199,7 +199,9 @@ struct EngineSpec {
   CollectiveFidelity collective_fidelity = CollectiveFidelity::automatic;
   Algorithm collective_algorithm = Algorithm::automatic;
   int step_fidelity_max_ranks = 64;  ///< largest group simulated step by step in automatic mode
-  int64_t step_fidelity_max_transfers = 4096;  ///< automatic: larger calls run coarse
+  /// automatic: calls of more transfers (steps x lanes x members) run coarse; a training step
+  /// makes thousands of calls (prismsim collective, one call at a time, sets no limit)
+  int64_t step_fidelity_max_transfers = 256;
   /// Tensor- and context-parallel collectives: simulated in the network, or charged analytically
   /// (cost model, no contention, group in lockstep) inside the fused compute.
   enum class LayerComm { automatic, network, analytic } layer_collectives = LayerComm::automatic;

@@ -1,4 +1,3 @@
-#include <cstdlib>
 #include "platform/sim_platform.hpp"
 
 #include <memory>
@@ -62,7 +61,6 @@ simgrid::s4u::Engine* create_engine() {
   // simulations, and tens of thousands of them exceed Linux's vm.max_map_count. Rank actors
   // run shallow, non-recursive code.
   simgrid::s4u::Engine::set_config("contexts/guard-size:0");
-  if (const char* extra = std::getenv("PRISMSIM_EXPERIMENT_CFG")) simgrid::s4u::Engine::set_config(extra);
   return engine;
 }
 

@@ -45,6 +45,12 @@ class GroupRuntime {
                const PlatformSpec& platform, const EngineSpec& engine);
 
   int size() const { return planner_.layout().size(); }
+  /// `forced` when it can run `op` on this group, else automatic choice.
+  Algorithm applicable(CollectiveOp op, Algorithm forced) const {
+    return forced == Algorithm::automatic || planner_.supports(op, forced, platform_.nvls)
+               ? forced
+               : Algorithm::automatic;
+  }
 
   /// Chooses algorithm, protocol and fidelity for a call (cached; pure with respect to SimGrid).
   const PreparedCollective& prepare(CollectiveOp op, double bytes, Algorithm algorithm,

@@ -61,8 +61,10 @@ std::string Simulation::collective_summary() {
     }
   }
   if (first == nullptr) return "none";
-  const PreparedCollective& call = groups_[static_cast<size_t>(first->group)]->prepare(
-      first->collective, first->bytes, scenario_.engine.collective_algorithm, first->root);
+  GroupRuntime& group = *groups_[static_cast<size_t>(first->group)];
+  const PreparedCollective& call = group.prepare(
+      first->collective, first->bytes,
+      group.applicable(first->collective, scenario_.engine.collective_algorithm), first->root);
   return std::string(to_string(call.algorithm)) + "/" + call.protocol->name + "/" +
          (call.coarse ? "coarse" : "step");
 }
@@ -155,9 +157,9 @@ void Simulation::stream_main(int rank, int stream) {
           const int position = position_[static_cast<size_t>(op.group)][static_cast<size_t>(rank)];
           assert(position >= 0 && "a rank only runs collectives of its groups");
           GroupRuntime& group = *groups_[static_cast<size_t>(op.group)];
-          group.run(position,
-                    group.prepare(op.collective, op.bytes, scenario_.engine.collective_algorithm,
-                                  op.root),
+          const Algorithm algorithm =
+              group.applicable(op.collective, scenario_.engine.collective_algorithm);
+          group.run(position, group.prepare(op.collective, op.bytes, algorithm, op.root),
                     counters_);
           if (traced) {
             span(start, fmt::format("{} {}", job_.groups[static_cast<size_t>(op.group)].name,

@@ -76,7 +76,9 @@ std::vector<MemoryEstimate> estimate_memory(const Scenario& scenario) {
     for (int chunk = 0; chunk < v; ++chunk) {
       const int vs = virtual_stage(chunk, stage, p.pp);
       params += layers[static_cast<size_t>(vs)].count * layer_params;
-      if (vs == 0 || vs == chunks - 1) {
+      // The embedding on the first virtual stage, the (untied) output head on the last.
+      for (bool holds : {vs == 0, vs == chunks - 1}) {
+        if (!holds) continue;
         params += embedding_params;
         largest_unit = std::max(largest_unit, embedding_params);
       }

@@ -81,17 +81,19 @@ double pipeline_makespan(PipelineSchedule schedule, int pp, int virtual_stages, 
       while (i < order[static_cast<size_t>(s)].size()) {
         const PipelinePass& pass = order[static_cast<size_t>(s)][i];
         const int vs = virtual_stage(pass.chunk, s, pp);
-        double ready = 0;
+        double start = free_at[static_cast<size_t>(s)];
         // A forward needs the previous virtual stage's forward; a backward the next one's
-        // backward (the last virtual stage starts its backward from its own forward).
+        // backward (the last virtual stage starts its backward from its own forward). A
+        // transfer between ranks starts when the sender has the data and the receiver has
+        // posted its receive, on reaching this pass (rendezvous, as NCCL's send/recv).
         const bool first = pass.forward ? vs == 0 : vs == stages - 1;
         if (!first) {
           const int from = pass.forward ? vs - 1 : vs + 1;
           auto it = done.find({pass.forward, pass.microbatch, from});
           if (it == done.end()) break;
-          ready = it->second + ((from % pp) == s ? 0.0 : transfer_s);
+          start = (from % pp) == s ? std::max(start, it->second)
+                                   : std::max(start, it->second) + transfer_s;
         }
-        const double start = std::max(ready, free_at[static_cast<size_t>(s)]);
         const double duration = pass.forward ? forward_s[static_cast<size_t>(vs)]
                                              : backward_s[static_cast<size_t>(vs)];
         free_at[static_cast<size_t>(s)] = start + duration;

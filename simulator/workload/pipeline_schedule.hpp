@@ -32,7 +32,8 @@ inline int virtual_stage(int chunk, int stage, int pp) { return chunk * pp + sta
 
 /// Duration of one step of the pipeline when every pass of virtual stage v takes
 /// forward_s[v] / backward_s[v] and each transfer between virtual stages on different ranks takes
-/// transfer_s: passes run in schedule order on each rank, each as soon as its input is there.
+/// transfer_s: passes run in schedule order on each rank; a transfer starts once the sender has
+/// finished the producing pass and the receiver is free to take it, and the pass follows it.
 /// The closed form that the simulator must match where nothing else interferes.
 double pipeline_makespan(PipelineSchedule schedule, int pp, int virtual_stages, int microbatches,
                          const std::vector<double>& forward_s, const std::vector<double>& backward_s,

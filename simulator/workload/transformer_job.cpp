@@ -244,9 +244,12 @@ double TransformerJobBuilder::analytic_seconds(const PassItem& item, const Layer
     gpus.push_back(job_.gpu_of_rank[static_cast<size_t>(rank)]);
   }
   const CollectivePlanner planner(layout_of(gpus, topology_), s_.platform.collective_channels());
-  const double seconds = choose_collective(planner, gpus, topology_, s_.platform, item.op,
-                                           item.bytes, Algorithm::automatic)
-                             .seconds;
+  // The forced algorithm where it can run the call, as in the network (runtime/simulation).
+  Algorithm algorithm = s_.engine.collective_algorithm;
+  if (!planner.supports(item.op, algorithm, s_.platform.nvls)) algorithm = Algorithm::automatic;
+  const double seconds =
+      choose_collective(planner, gpus, topology_, s_.platform, item.op, item.bytes, algorithm)
+          .seconds;
   return analytic_.emplace(key, seconds).first->second;
 }
 

@@ -1,5 +1,4 @@
 #include <doctest/doctest.h>
-
 #include <unistd.h>
 
 #include <algorithm>
@@ -119,10 +118,8 @@ TEST_CASE("the GEMMs of a layer's forward do 2 x tokens x linear parameters / tp
   for (int tp : {1, 2, 4}) {
     CAPTURE(tp);
     const LayerContext c = small_context(tp);
-    CHECK(flops_of(layer_forward(c), KernelClass::gemm) ==
-          rel(2 * tokens * linear / tp));
-    CHECK(flops_of(layer_backward(c), KernelClass::gemm) ==
-          rel(2 * 2 * tokens * linear / tp));
+    CHECK(flops_of(layer_forward(c), KernelClass::gemm) == rel(2 * tokens * linear / tp));
+    CHECK(flops_of(layer_backward(c), KernelClass::gemm) == rel(2 * 2 * tokens * linear / tp));
   }
   CHECK(flops_of(layer_forward(small_context(1)), KernelClass::gemm) == 6291456.0);
   CHECK(flops_of(layer_forward(small_context(2)), KernelClass::gemm) == 3145728.0);
@@ -135,8 +132,7 @@ TEST_CASE("flash attention does 4 b s^2 h / tp flops, half of them when causal")
     LayerContext c = small_context(tp);
     CHECK(flops_of(layer_forward(c), KernelClass::attention) == rel(524288.0 / tp * 0.5));
     // The backward recomputes the scores: 2.5 times the forward.
-    CHECK(flops_of(layer_backward(c), KernelClass::attention) ==
-          rel(2.5 * 524288.0 / tp * 0.5));
+    CHECK(flops_of(layer_backward(c), KernelClass::attention) == rel(2.5 * 524288.0 / tp * 0.5));
     c.model.causal = false;
     CHECK(flops_of(layer_forward(c), KernelClass::attention) == rel(524288.0 / tp));
   }
@@ -147,8 +143,7 @@ TEST_CASE("unfused attention adds two batched GEMMs of 2 b s^2 h / tp flops each
   c.model.attention = AttentionKernel::unfused;
   const double linear = 49152.0, tokens = 64;
   const double scores = 2.0 * 2 * 32 * 32 * 64 / 2;  // one of QK^T and PV on this rank
-  CHECK(flops_of(layer_forward(c), KernelClass::gemm) ==
-        rel(2 * tokens * linear / 2 + 2 * scores));
+  CHECK(flops_of(layer_forward(c), KernelClass::gemm) == rel(2 * tokens * linear / 2 + 2 * scores));
   CHECK(flops_of(layer_backward(c), KernelClass::gemm) ==
         rel(2 * (2 * tokens * linear / 2 + 2 * scores)));
   CHECK(flops_of(layer_forward(c), KernelClass::attention) == 0.0);
@@ -159,8 +154,7 @@ TEST_CASE("the output head is a GEMM over the padded vocabulary") {
   c.model.vocab = 1000;  // padded to a multiple of 128 x 2 = 256: 1024
   CHECK(c.padded_vocab() == 1024.0);
   CHECK(flops_of(head_forward(c), KernelClass::gemm) == rel(2.0 * 64 * 64 * 1024 / 2));
-  CHECK(flops_of(head_backward(c), KernelClass::gemm) ==
-        rel(2 * 2.0 * 64 * 64 * 1024 / 2));
+  CHECK(flops_of(head_backward(c), KernelClass::gemm) == rel(2 * 2.0 * 64 * 64 * 1024 / 2));
   c.tp = 1;
   CHECK(c.padded_vocab() == 1024.0);  // multiple of 128
   c.model.vocab = 1024;
@@ -250,7 +244,8 @@ TEST_CASE("tensor parallelism all-reduces twice per pass, b x s x h x 2 bytes ea
     }
   }
   SUBCASE("with sequence parallelism: all-gather before and reduce-scatter after each block") {
-    const auto forward = collectives_of(layer_forward(small_context(2, true)));
+    const auto forward_items = layer_forward(small_context(2, true));
+    const auto forward = collectives_of(forward_items);
     REQUIRE(forward.size() == 4);
     const CollectiveOp expected_forward[] = {CollectiveOp::all_gather, CollectiveOp::reduce_scatter,
                                              CollectiveOp::all_gather,
@@ -260,12 +255,12 @@ TEST_CASE("tensor parallelism all-reduces twice per pass, b x s x h x 2 bytes ea
       CHECK(forward[i]->bytes == bytes);
     }
     // Backward mirrors it: all-gather of the output gradient, reduce-scatter of the input's.
-    const auto backward = collectives_of(layer_backward(small_context(2, true)));
+    const auto backward_items = layer_backward(small_context(2, true));
+    const auto backward = collectives_of(backward_items);
     REQUIRE(backward.size() == 4);
-    const CollectiveOp expected_backward[] = {CollectiveOp::all_gather,
-                                              CollectiveOp::reduce_scatter,
-                                              CollectiveOp::all_gather,
-                                              CollectiveOp::reduce_scatter};
+    const CollectiveOp expected_backward[] = {
+        CollectiveOp::all_gather, CollectiveOp::reduce_scatter, CollectiveOp::all_gather,
+        CollectiveOp::reduce_scatter};
     for (size_t i = 0; i < 4; ++i) {
       CHECK(backward[i]->op == expected_backward[i]);
       CHECK(backward[i]->bytes == bytes);
@@ -274,6 +269,7 @@ TEST_CASE("tensor parallelism all-reduces twice per pass, b x s x h x 2 bytes ea
   SUBCASE("with sequence parallelism, element-wise kernels move 1/tp of the activations") {
     const auto items = layer_forward(small_context(2, true));
     const auto plain = layer_forward(small_context(2, false));
+    int norms = 0;
     for (size_t i = 0, j = 0; i < items.size() && j < plain.size(); ++i, ++j) {
       while (j < plain.size() && plain[j].kind == PassItem::Kind::collective) ++j;
       while (i < items.size() && items[i].kind == PassItem::Kind::collective) ++i;
@@ -282,8 +278,10 @@ TEST_CASE("tensor parallelism all-reduces twice per pass, b x s x h x 2 bytes ea
       if (items[i].work.name == "attention_norm" || items[i].work.name == "mlp_norm") {
         CHECK(items[i].work.bytes == rel(plain[j].work.bytes / 2));
         CHECK(items[i].work.bytes == rel(2.0 * 64 / 2 * 64 * 2));
+        ++norms;
       }
     }
+    CHECK(norms == 2);
   }
 }
 
@@ -306,8 +304,7 @@ TEST_CASE("full recompute runs the forward's kernels and collectives again befor
     }
   }
   CHECK(collectives_of(recomputed).size() == 4);
-  CHECK(flops_of(recomputed, KernelClass::gemm) ==
-        rel(3 * flops_of(forward, KernelClass::gemm)));
+  CHECK(flops_of(recomputed, KernelClass::gemm) == rel(3 * flops_of(forward, KernelClass::gemm)));
   // Selective recompute reruns the attention core only.
   const auto selective = layer_backward(small_context(2, false, Recompute::selective));
   CHECK(selective.size() == backward.size() + 1);
@@ -339,8 +336,7 @@ GpuSpec test_gpu() {
 
 TEST_CASE("gemm efficiency is the peak fraction times x / (x + half size) per dimension") {
   const GpuSpec gpu = test_gpu();
-  CHECK(gemm_efficiency(gpu.compute, 100, 300, 900) ==
-        rel(0.75 * 0.5 * 0.75 * 0.9));
+  CHECK(gemm_efficiency(gpu.compute, 100, 300, 900) == rel(0.75 * 0.5 * 0.75 * 0.9));
   CHECK(gemm_efficiency(gpu.compute, 1e9, 1e9, 1e9) == rel(0.75).epsilon(1e-6));
 }
 
@@ -363,8 +359,7 @@ TEST_CASE("kernel time without overhead is the slower of compute and memory (roo
   }
   SUBCASE("an element-wise kernel is memory-bound") {
     const KernelWork e = memory_bound("add", 3e9);
-    CHECK(kernel_seconds(e, gpu, Precision::bf16) ==
-          rel(3e9 / (2e12 * 0.9)).epsilon(1e-12));
+    CHECK(kernel_seconds(e, gpu, Precision::bf16) == rel(3e9 / (2e12 * 0.9)).epsilon(1e-12));
   }
   SUBCASE("a skinny GEMM is memory-bound") {
     // 1 x 16384 x 16384: 5.4e8 flops at 1e15 x 0.75 x (1/101) x ~1 x ~1 take ~7.3e-5 s; its 5.4e8
@@ -378,14 +373,12 @@ TEST_CASE("kernel time without overhead is the slower of compute and memory (roo
     a.kernel_class = KernelClass::attention;
     a.flops = 1e12;
     a.bytes = 1e6;
-    CHECK(kernel_seconds(a, gpu, Precision::bf16) ==
-          rel(1e12 / (1e15 * 0.5)).epsilon(1e-12));
+    CHECK(kernel_seconds(a, gpu, Precision::bf16) == rel(1e12 / (1e15 * 0.5)).epsilon(1e-12));
   }
   SUBCASE("the optimizer moves 36 bytes per parameter") {
     const KernelWork adam = optimizer_step(1e9);
     CHECK(adam.kernel_class == KernelClass::optimizer);
-    CHECK(kernel_seconds(adam, gpu, Precision::bf16) ==
-          rel(36e9 / 1.8e12).epsilon(1e-12));
+    CHECK(kernel_seconds(adam, gpu, Precision::bf16) == rel(36e9 / 1.8e12).epsilon(1e-12));
   }
 }
 
@@ -400,8 +393,7 @@ TEST_CASE("kernel time is the largest of compute, memory and launch overhead") {
         rel(3e9 / (2e12 * 0.9)).epsilon(1e-12));
   // 1 MB moves in 0.56 us, a 64^3 GEMM computes in 0.01 us: both wait for the host's 5 us.
   CHECK(kernel_seconds(memory_bound("small", 1e6), gpu, Precision::bf16) == rel(5e-6));
-  CHECK(kernel_seconds(gemm("small", 64, 64, 64, 2), gpu, Precision::bf16) ==
-        rel(5e-6));
+  CHECK(kernel_seconds(gemm("small", 64, 64, 64, 2), gpu, Precision::bf16) == rel(5e-6));
   CHECK(kernel_seconds(memory_bound("nothing", 0), gpu, Precision::bf16) == rel(5e-6));
 }
 
@@ -445,7 +437,8 @@ TEST_CASE("1F1B: stage s warms up with min(pp - s - 1, m) forwards, then alterna
         const auto passes = pipeline_passes(PipelineSchedule::one_f_one_b, pp, 1, m, s);
         check_complete(passes, m, 1);
         const int warmup = std::min(pp - s - 1, m);
-        for (int i = 0; i < warmup; ++i) CHECK(passes[static_cast<size_t>(i)] == PipelinePass{true, i, 0});
+        for (int i = 0; i < warmup; ++i)
+          CHECK(passes[static_cast<size_t>(i)] == PipelinePass{true, i, 0});
         // Steady state: forward w + k, then backward k; then the remaining backwards in order.
         size_t i = static_cast<size_t>(warmup);
         for (int k = 0; k < m - warmup; ++k) {
@@ -482,19 +475,22 @@ TEST_CASE("interleaved 1F1B visits every chunk of every microbatch in Megatron's
           CAPTURE(s);
           const auto passes = pipeline_passes(PipelineSchedule::interleaved, pp, v, m, s);
           check_complete(passes, m, v);
-          // Forwards run microbatches in groups of pp, chunk 0 first; backwards the last chunk first.
+          // Forwards run microbatches in groups of pp, chunk 0 first; backwards the last chunk
+          // first.
           std::vector<PipelinePass> forwards, backwards;
           for (const auto& p : passes) (p.forward ? forwards : backwards).push_back(p);
           for (int k = 0; k < m * v; ++k) {
             const int group = k / (pp * v), chunk = (k / pp) % v;
-            CHECK(forwards[static_cast<size_t>(k)] == PipelinePass{true, group * pp + k % pp, chunk});
+            CHECK(forwards[static_cast<size_t>(k)] ==
+                  PipelinePass{true, group * pp + k % pp, chunk});
             CHECK(backwards[static_cast<size_t>(k)] ==
                   PipelinePass{false, group * pp + k % pp, v - 1 - chunk});
           }
           // Warm-up: (pp - s - 1) x 2 + (v - 1) x pp forwards before the first backward, capped.
           const int warmup = std::min((pp - s - 1) * 2 + (v - 1) * pp, m * v);
           int leading = 0;
-          while (leading < static_cast<int>(passes.size()) && passes[static_cast<size_t>(leading)].forward) {
+          while (leading < static_cast<int>(passes.size()) &&
+                 passes[static_cast<size_t>(leading)].forward) {
             ++leading;
           }
           CHECK(leading == std::min(warmup + 1, m * v));
@@ -522,14 +518,18 @@ TEST_CASE("a 1F1B or GPipe step of equal stages takes (m + p - 1)(f + b)") {
   }
 }
 
-TEST_CASE("GPipe with transfers pays one transfer per stage boundary each way") {
-  // Forwards stream down without waiting; the last microbatch crosses p - 1 boundaries each way.
+TEST_CASE("GPipe with transfers: every receiving stage pays each transfer before its pass") {
+  // A transfer starts when the receiver reaches the pass that needs it (rendezvous), so a
+  // receiving stage's cycle is pass + t: the first receiving stage sets the pace each way.
+  // Forwards end at f + (m + p - 2)(f + t), backwards then take b + (m + p - 2)(b + t).
   const double f = 1, b = 2, t = 0.25;
   for (int p : {2, 4}) {
     for (int m : {1, 4, 8}) {
+      CAPTURE(p);
+      CAPTURE(m);
       const std::vector<double> fs(static_cast<size_t>(p), f), bs(static_cast<size_t>(p), b);
       CHECK(pipeline_makespan(PipelineSchedule::gpipe, p, 1, m, fs, bs, t) ==
-            rel((m + p - 1) * (f + b) + 2 * (p - 1) * t).epsilon(1e-12));
+            rel((f + b) + (m + p - 2) * (f + b + 2 * t)).epsilon(1e-12));
     }
   }
   // One microbatch through 1F1B is the same chain.
@@ -548,7 +548,8 @@ TEST_CASE("interleaving v chunks divides the bubble by v") {
         CAPTURE(m);
         const std::vector<double> fs(static_cast<size_t>(p * v), f / v);
         const std::vector<double> bs(static_cast<size_t>(p * v), b / v);
-        const double interleaved = pipeline_makespan(PipelineSchedule::interleaved, p, v, m, fs, bs, 0);
+        const double interleaved =
+            pipeline_makespan(PipelineSchedule::interleaved, p, v, m, fs, bs, 0);
         const std::vector<double> f1(static_cast<size_t>(p), f), b1(static_cast<size_t>(p), b);
         const double plain = pipeline_makespan(PipelineSchedule::one_f_one_b, p, 1, m, f1, b1, 0);
         CHECK(interleaved < plain);
@@ -650,7 +651,8 @@ Scenario memory_scenario(int pp, int dp, DataParallelKind kind) {
   return s;
 }
 
-// Per layer: 49280 parameters; activations s b h (34 + 5 a s / h) = 64 x 64 x 34 + 5 x 4 x 32^2 x 2.
+// Per layer: 49280 parameters; activations s b h (34 + 5 a s / h) = 64 x 64 x 34 + 5 x 4 x 32^2
+// x 2.
 constexpr double kLayerParams = 49280;
 constexpr double kEmbeddingParams = 128 * 64;
 constexpr double kLayerActivations = 64.0 * 64 * 34 + 5.0 * 4 * 32 * 32 * 2;
@@ -941,8 +943,8 @@ TEST_CASE("jobs of every schedule and data-parallel kind are consistent") {
 TEST_CASE("smaller gradient buckets give more data-parallel all-reduces of the same total") {
   Scenario s;
   const Job one = tiny_job({"parallelism.overlap_gradient_reduce=false"}, &s);
-  const Job many = tiny_job({"parallelism.overlap_gradient_reduce=false",
-                             "parallelism.gradient_bucket=256KiB"});
+  const Job many =
+      tiny_job({"parallelism.overlap_gradient_reduce=false", "parallelism.gradient_bucket=256KiB"});
   auto dp_bytes = [](const Job& job, int rank, int* count) {
     double total = 0;
     *count = 0;
@@ -993,10 +995,12 @@ TEST_CASE("parallelism that does not fit the model is refused with a clear messa
         at + "virtual_stages > 1 needs schedule 'interleaved'");
   const std::string workload = PRISMSIM_SOURCE_DIR "/workloads/tiny-gpt.yaml";
   CHECK(errors_of(kTinyGpt, {"workload.microbatch=3"}) ==
-        workload + ":12:15: error: 'workload.global_batch' 16 is not a multiple of dp 4 x "
-                   "microbatch 3");
+        workload +
+            ":12:15: error: 'workload.global_batch' 16 is not a multiple of dp 4 x "
+            "microbatch 3");
   CHECK(errors_of(kTinyGpt, {"parallelism.schedule=interleaved", "parallelism.virtual_stages=2",
                              "workload.microbatch=4"}) ==
-        workload + ":12:15: error: schedule 'interleaved' needs the 1 microbatches per replica "
-                   "to be a multiple of pp 2");
+        workload +
+            ":12:15: error: schedule 'interleaved' needs the 1 microbatches per replica "
+            "to be a multiple of pp 2");
 }
