@@ -72,6 +72,29 @@ expect "determinism run" 0 "$prismsim" run "$example" --out "$tmp/c" --runs 3 --
 same "summary.json identical" "" "$(cmp "$tmp/b/summary.json" "$tmp/c/summary.json")"
 same "runs.csv identical" "" "$(cmp "$tmp/b/runs.csv" "$tmp/c/runs.csv")"
 
+# Transformer: check reports memory; --trace writes a Chrome trace of the chosen ranks, the same
+# for the same inputs.
+tiny=workloads/scenarios/tiny-gpt-h100.yaml
+expect "check transformer" 0 "$prismsim" check "$tiny"
+same "memory per stage" 2 "$(grep -c '^memory per GPU, pipeline stage [01]: ' "$tmp/out")"
+expect "trace run" 0 "$prismsim" run "$tiny" --out "$tmp/t" --trace "$tmp/t/trace.json" \
+  --trace-ranks 0,5-6 --jobs 2
+same "trace: one process per rank" 3 "$(grep -c '"name":"process_name"' "$tmp/t/trace.json")"
+same "trace: rank 5 has spans" 1 "$(grep -q '"ph":"X".*"pid":5,' "$tmp/t/trace.json" && echo 1)"
+same "trace: no other rank" "" "$(grep -o '"pid":[0-9]*' "$tmp/t/trace.json" | sort -u |
+  grep -v -e '"pid":0$' -e '"pid":5$' -e '"pid":6$')"
+same "trace: kernels named" 1 "$(grep -q '"name":"qkv_projection","cat":"gemm"' "$tmp/t/trace.json" && echo 1)"
+same "trace: TP collectives" 1 "$(grep -q '"name":"tp all_reduce","cat":"collective"' "$tmp/t/trace.json" && echo 1)"
+same "trace: closes" "]}" "$(tail -1 "$tmp/t/trace.json")"
+expect "trace run again" 0 "$prismsim" run "$tiny" --out "$tmp/t2" --trace "$tmp/t2/trace.json" \
+  --trace-ranks 0,5-6 --jobs 1
+same "trace is deterministic" "" "$(cmp "$tmp/t/trace.json" "$tmp/t2/trace.json")"
+expect "trace ranks out of range" 2 "$prismsim" run "$tiny" --out "$tmp/t3" --trace "$tmp/t3.json" \
+  --trace-ranks 0-16
+same "trace ranks message" "prismsim: error: --trace-ranks: rank range '0-16' is outside 0-15" \
+  "$(head -1 "$tmp/err")"
+expect "trace ranks without trace" 2 "$prismsim" run "$tiny" --trace-ranks 0
+
 # prismsim collective: nccl-tests' table, CSV, usage errors.
 a100=platforms/a100-ndv4.yaml
 expect "collective sweep" 0 "$prismsim" collective --platform "$a100" --op all_reduce --gpus 16 \
