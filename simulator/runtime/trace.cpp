@@ -62,34 +62,31 @@ void TraceRecorder::write(const std::vector<std::string>& stream_names,
 }
 
 std::vector<int> parse_rank_list(const std::string& text, int ranks) {
+  const auto invalid = [&] {
+    return std::invalid_argument(
+        fmt::format("invalid rank list '{}': expected ranks and ranges like 0-7,64", text));
+  };
+  // A non-negative decimal number filling `digits` exactly.
+  const auto number = [&](const std::string& digits) {
+    if (digits.empty() || digits.size() > 9 ||
+        digits.find_first_not_of("0123456789") != std::string::npos) {
+      throw invalid();
+    }
+    return std::stoi(digits);
+  };
   std::vector<int> out;
   size_t start = 0;
-  while (start <= text.size()) {
+  while (true) {
     const size_t comma = text.find(',', start);
     const std::string item = text.substr(start, comma == std::string::npos ? comma : comma - start);
     const size_t dash = item.find('-');
-    try {
-      size_t used = 0;
-      const int first = std::stoi(item.substr(0, dash), &used);
-      if (used != (dash == std::string::npos ? item.size() : dash)) throw std::invalid_argument("");
-      int last = first;
-      if (dash != std::string::npos) {
-        last = std::stoi(item.substr(dash + 1), &used);
-        if (used != item.size() - dash - 1) throw std::invalid_argument("");
-      }
-      if (first < 0 || last < first || last >= ranks) {
-        throw std::invalid_argument(fmt::format("rank range '{}' is outside 0-{}", item, ranks - 1));
-      }
-      for (int r = first; r <= last; ++r) out.push_back(r);
-    } catch (const std::invalid_argument& e) {
-      if (std::string(e.what()).empty() || std::string(e.what()) == "stoi") {
-        throw std::invalid_argument(fmt::format("invalid rank list '{}': expected ranks and "
-                                                "ranges like 0-7,64", text));
-      }
-      throw;
-    } catch (const std::out_of_range&) {
-      throw std::invalid_argument(fmt::format("invalid rank list '{}'", text));
+    const int first = number(item.substr(0, dash));
+    const int last = dash == std::string::npos ? first : number(item.substr(dash + 1));
+    if (last < first) throw invalid();
+    if (last >= ranks) {
+      throw std::invalid_argument(fmt::format("rank {} does not exist (ranks 0-{})", last, ranks - 1));
     }
+    for (int r = first; r <= last; ++r) out.push_back(r);
     if (comma == std::string::npos) break;
     start = comma + 1;
   }

@@ -91,7 +91,7 @@ expect "trace run again" 0 "$prismsim" run "$tiny" --out "$tmp/t2" --trace "$tmp
 same "trace is deterministic" "" "$(cmp "$tmp/t/trace.json" "$tmp/t2/trace.json")"
 expect "trace ranks out of range" 2 "$prismsim" run "$tiny" --out "$tmp/t3" --trace "$tmp/t3.json" \
   --trace-ranks 0-16
-same "trace ranks message" "prismsim: error: --trace-ranks: rank range '0-16' is outside 0-15" \
+same "trace ranks message" "prismsim: error: --trace-ranks: rank 16 does not exist (ranks 0-15)" \
   "$(head -1 "$tmp/err")"
 expect "trace ranks without trace" 2 "$prismsim" run "$tiny" --trace-ranks 0
 
