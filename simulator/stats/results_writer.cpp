@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "platform/sim_platform.hpp"
+#include "workload/transformer_model.hpp"
 
 #ifndef PRISMSIM_VERSION
 #define PRISMSIM_VERSION "unknown"
@@ -69,7 +70,7 @@ std::string summary_json(const StudyResults& r) {
       "  \"platform\": {},\n"
       "  \"workload\": {},\n"
       "  \"gpus\": {},\n"
-      "  \"parallelism\": {{\"dp\": {}, \"tp\": {}, \"pp\": {}}},\n"
+      "  \"parallelism\": {{\"dp\": {}, \"tp\": {}, \"pp\": {}, \"cp\": {}}},\n"
       "  \"runs\": {},\n"
       "  \"runs_completed\": {},\n"
       "  \"steps\": {},\n"
@@ -77,6 +78,7 @@ std::string summary_json(const StudyResults& r) {
       "  \"network_model\": {{{}\n  }},\n"
       "  \"collectives\": {},\n"
       "  \"events_per_run\": {{\"executions\": {}, \"transfers\": {}}},\n"
+      "{}"
       "  \"step_time_s\": {{\n"
       "    \"count\": {},\n"
       "    \"mean\": {},\n"
@@ -90,10 +92,14 @@ std::string summary_json(const StudyResults& r) {
       "  }}\n"
       "}}\n",
       json_string(PRISMSIM_VERSION), json_string(s.name), json_string(s.platform.name),
-      json_string(s.workload.name), s.parallelism.dp * s.parallelism.tp * s.parallelism.pp,
-      s.parallelism.dp, s.parallelism.tp, s.parallelism.pp, s.simulation.runs, completed,
-      s.simulation.steps, s.simulation.seed, network, json_string(r.collectives),
-      counters.executions, counters.transfers, d.count, d.mean, d.std, d.min, d.p50, d.p90, d.p95,
+      json_string(s.workload.name), s.parallelism.ranks(), s.parallelism.dp, s.parallelism.tp,
+      s.parallelism.pp, s.parallelism.cp, s.simulation.runs, completed, s.simulation.steps,
+      s.simulation.seed, network, json_string(r.collectives), counters.executions,
+      counters.transfers,
+      d.count > 0 && s.workload.kind == WorkloadKind::transformer
+          ? fmt::format("  \"model_flops_utilization\": {},\n", model_flops_utilization(s, d.mean))
+          : "",
+      d.count, d.mean, d.std, d.min, d.p50, d.p90, d.p95,
       d.p99, d.max);
 }
 
@@ -105,6 +111,12 @@ std::string runs_csv(const StudyResults& r) {
     }
   }
   return out;
+}
+
+double model_flops_utilization(const Scenario& s, double step_s) {
+  const double flops = model_flops_per_sequence(s.workload.model) *
+                       static_cast<double>(s.workload.global_batch);
+  return flops / (step_s * s.parallelism.ranks() * s.platform.gpu.peak_flops.at(s.workload.precision));
 }
 
 std::string summary_text(const StudyResults& r) {
@@ -123,6 +135,10 @@ std::string summary_text(const StudyResults& r) {
     text += fmt::format("step time: mean {}  p50 {}  p95 {}  p99 {}  max {}\n",
                         human_seconds(d.mean), human_seconds(d.p50), human_seconds(d.p95),
                         human_seconds(d.p99), human_seconds(d.max));
+    if (s.workload.kind == WorkloadKind::transformer) {
+      text += fmt::format("model flops utilisation at the mean step: {:.1f}%\n",
+                          100 * model_flops_utilization(s, d.mean));
+    }
   }
   return text;
 }

@@ -25,6 +25,9 @@ StudyResults gather_results(const Scenario& scenario, std::string collectives,
 std::string summary_json(const StudyResults& results);
 /// runs.csv: one row per finished step of each run.
 std::string runs_csv(const StudyResults& results);
+/// Model flops of a transformer step (6 N tokens + attention, no recomputation) over the GPUs'
+/// peak in the workload precision, for a step of `step_s` seconds.
+double model_flops_utilization(const Scenario& scenario, double step_s);
 /// A short human-readable summary for the terminal.
 std::string summary_text(const StudyResults& results);
 
