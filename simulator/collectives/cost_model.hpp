@@ -53,4 +53,10 @@ CollectiveChoice choose_collective(const CollectivePlanner& planner,
                                    const Topology& topology, const PlatformSpec& platform,
                                    CollectiveOp op, double bytes, Algorithm forced, int root = 0);
 
+/// Predicted duration of `op` on the group of `gpus` (nothing else on the network) with `forced`
+/// where it can run the call and the automatic choice elsewhere, as training jobs run calls.
+double predicted_call_seconds(const std::vector<int>& gpus, const Topology& topology,
+                              const PlatformSpec& platform, CollectiveOp op, double bytes,
+                              Algorithm forced);
+
 }  // namespace prismsim

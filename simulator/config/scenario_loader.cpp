@@ -21,6 +21,12 @@ constexpr int kMaxGpus = 1 << 22;
 constexpr int64_t kMaxInt64 = std::numeric_limits<int64_t>::max();
 /// The most kernels one rank may run per step (programs are held in memory).
 constexpr int64_t kMaxOpsPerStep = 10'000'000;
+/// The most pipeline passes all ranks of a transformer job may run per step (a few ops each).
+constexpr double kMaxPassesPerStep = 1e8;
+/// Parallelism keys that only transformer workloads read.
+const std::vector<std::string> kTransformerOnlyKeys = {
+    "sequence_parallel", "data_parallel", "schedule", "virtual_stages", "stage_layers",
+    "recompute", "order", "gradient_bucket", "overlap_gradient_reduce"};
 
 const std::vector<std::string> kPrecisionNames = {"fp32", "tf32", "bf16", "fp16", "fp8"};
 
@@ -501,8 +507,22 @@ void check_transformer(const ConfigNode& root, const Scenario& s, Diagnostics& d
   require_multiple(m.ffn, "model ffn", p.tp, "tp");
   require_multiple(m.sequence, "model sequence", p.cp, "cp");
   if (p.sequence_parallel) require_multiple(m.sequence / p.cp, "sequence per cp rank", p.tp, "tp");
+  if (p.sequence_parallel && p.tp == 1) {
+    diags.error(loc_of(root, "parallelism.sequence_parallel"),
+                "'parallelism.sequence_parallel' needs tp > 1");
+  }
+  if (p.data_parallel == DataParallelKind::fsdp) {
+    for (const char* key : {"gradient_bucket", "overlap_gradient_reduce"}) {
+      if (root.find("parallelism")->find(key) != nullptr) {
+        diags.error(loc_of(root, std::string("parallelism.") + key),
+                    fmt::format("'parallelism.{}' applies to data_parallel ddp and zero1, not "
+                                "fsdp (which reduces each layer's gradients as they are ready)",
+                                key));
+      }
+    }
+  }
 
-  const int chunks = p.pp * p.virtual_stages;
+  const int64_t chunks = static_cast<int64_t>(p.pp) * p.virtual_stages;
   if (p.schedule == PipelineSchedule::interleaved && (p.virtual_stages < 2 || p.pp < 2)) {
     diags.error(at, "schedule 'interleaved' needs pp >= 2 and virtual_stages >= 2");
   } else if (p.schedule != PipelineSchedule::interleaved && p.virtual_stages != 1) {
@@ -510,7 +530,7 @@ void check_transformer(const ConfigNode& root, const Scenario& s, Diagnostics& d
   }
   if (!p.stage_layers.empty()) {
     const int64_t sum = std::accumulate(p.stage_layers.begin(), p.stage_layers.end(), int64_t{0});
-    if (static_cast<int>(p.stage_layers.size()) != chunks || sum != m.layers) {
+    if (static_cast<int64_t>(p.stage_layers.size()) != chunks || sum != m.layers) {
       diags.error(loc_of(root, "parallelism.stage_layers"),
                   fmt::format("'parallelism.stage_layers' must give {} stages (pp x "
                               "virtual_stages) summing to the model's {} layers; got {} "
@@ -522,12 +542,24 @@ void check_transformer(const ConfigNode& root, const Scenario& s, Diagnostics& d
                                 m.layers, chunks));
   }
   const auto& w = s.workload;
+  if (static_cast<double>(w.microbatch) * static_cast<double>(m.sequence) > 1e12) {
+    diags.error(loc_of(root, "workload.microbatch"),
+                fmt::format("microbatch {} x sequence {} tokens is more than the 1e12 prismsim "
+                            "supports", w.microbatch, m.sequence));
+  }
   if (w.microbatch <= kMaxInt64 / p.dp && w.global_batch % (p.dp * w.microbatch) == 0) {
     const int64_t microbatches = w.global_batch / (p.dp * w.microbatch);
     if (p.schedule == PipelineSchedule::interleaved && microbatches % p.pp != 0) {
       diags.error(loc_of(root, "workload.global_batch"),
                   fmt::format("schedule 'interleaved' needs the {} microbatches per replica to "
                               "be a multiple of pp {}", microbatches, p.pp));
+    }
+    // Programs are held in memory: a few ops per pass of every rank.
+    const double passes = 2.0 * static_cast<double>(microbatches) * p.virtual_stages * p.ranks();
+    if (passes > kMaxPassesPerStep) {
+      diags.error(loc_of(root, "workload.global_batch"),
+                  fmt::format("the job would run {:.3g} pipeline passes per step over all ranks; "
+                              "at most {:.3g} are supported", passes, kMaxPassesPerStep));
     }
   }
   if (w.fp8_gemms && !s.platform.gpu.peak_flops.count(Precision::fp8)) {
@@ -554,13 +586,20 @@ void cross_check(const ConfigNode& root, const Scenario& s, Diagnostics& diags) 
   }
   const auto& w = s.workload;
   if (w.kind == WorkloadKind::layer_stack) {
+    // Its only collective is the gradient all-reduce: a forced algorithm must run it.
     check_forced_algorithm(root, s, p.dp, diags);
     if (p.tp != 1 || p.pp != 1 || p.cp != 1) {
       diags.error(at, fmt::format("workload kind 'layer_stack' supports data parallelism only "
                                   "(tp {}, pp {} and cp {} must be 1)", p.tp, p.pp, p.cp));
     }
-  } else {
-    check_forced_algorithm(root, s, p.dp * p.cp, diags);
+    for (const auto& key : kTransformerOnlyKeys) {
+      if (root.find("parallelism")->find(key) != nullptr) {
+        diags.error(loc_of(root, "parallelism." + key),
+                    fmt::format("'parallelism.{}' applies to transformer workloads only", key));
+      }
+    }
+  } else if (product <= capacity) {
+    // (A forced algorithm runs every call it can; the others choose automatically.)
     check_transformer(root, s, diags);
   }
   // dp x microbatch can overflow: test it before multiplying.

@@ -37,8 +37,9 @@ double layer_activation_bytes(const Scenario& scenario) {
   // Replicated across TP ranks unless sequence parallel: the two norms' inputs, the inputs of
   // the QKV and MLP-up projections, the two dropout masks (1 byte).
   const double replicated = sb * h * (4 * e + 2);
-  // Split across TP ranks: Q, K, V; the output projection's input; the MLP activations.
-  double split = sb * (h + 2 * kv) * e + sb * h * e + sb * (mlp_in + ffn) * e;
+  // Split across TP ranks: Q, K, V (all ranks' keys and values with context parallelism); the
+  // output projection's input; the MLP activations.
+  double split = sb * (h + 2 * kv * c.cp) * e + sb * h * e + sb * (mlp_in + ffn) * e;
   const double heads = static_cast<double>(m.heads);
   const double q_len = static_cast<double>(m.sequence / c.cp);
   const double scores = static_cast<double>(c.microbatch) * heads * q_len *
@@ -89,13 +90,10 @@ std::vector<MemoryEstimate> estimate_memory(const Scenario& scenario) {
     m.gradients = fsdp ? params / shards * e + largest_unit * e : params * e;
     m.optimizer = 12 * params / (p.data_parallel == DataParallelKind::ddp ? 1.0 : shards);
     // Walk the schedule: a forward saves its chunk's activations until its backward.
-    double held = 0;
-    for (const PipelinePass& pass :
-         pipeline_passes(p.schedule, p.pp, v, microbatches_per_replica(scenario), stage)) {
-      const double bytes = chunk_layers[static_cast<size_t>(pass.chunk)] * per_layer;
-      held += pass.forward ? bytes : -bytes;
-      m.activations = std::max(m.activations, held);
-    }
+    for (double& layers_of_chunk : chunk_layers) layers_of_chunk *= per_layer;
+    m.activations = peak_held(
+        pipeline_passes(p.schedule, p.pp, v, microbatches_per_replica(scenario), stage),
+        chunk_layers);
     if (p.recompute == Recompute::full) m.transient = full_layer;
     const bool last = (chunks - 1) % p.pp == stage;
     if (last) m.transient = std::max(m.transient, c.tokens() * vocab * (e + 4));

@@ -7,7 +7,7 @@
 namespace prismsim {
 namespace {
 
-/// Megatron's interleaved order: the k-th forward (or backward) of a rank runs microbatch
+/// Megatron-LM's interleaved order: the k-th forward (or backward) of a rank runs microbatch
 /// (k / (pp v)) pp + k % pp of chunk (k / pp) % v (backwards visit chunks last first).
 PipelinePass interleaved_pass(int k, bool forward, int pp, int v) {
   const int group = k / (pp * v);
@@ -33,7 +33,8 @@ std::vector<PipelinePass> pipeline_passes(PipelineSchedule schedule, int pp, int
     warmup = std::min(pp - stage - 1, m);
   } else {
     if (m % pp != 0) throw std::invalid_argument("interleaved: microbatches % pp != 0");
-    warmup = std::min((pp - stage - 1) * 2 + (v - 1) * pp, total);
+    // As Megatron: with as many microbatches as stages, every forward runs first.
+    warmup = m == pp ? total : std::min((pp - stage - 1) * 2 + (v - 1) * pp, total);
   }
   auto forward = [&](int k) {
     return v == 1 ? PipelinePass{true, k, 0} : interleaved_pass(k, true, pp, v);
@@ -51,10 +52,11 @@ std::vector<PipelinePass> pipeline_passes(PipelineSchedule schedule, int pp, int
   return passes;
 }
 
-int max_in_flight(const std::vector<PipelinePass>& passes) {
-  int held = 0, most = 0;
+double peak_held(const std::vector<PipelinePass>& passes, const std::vector<double>& held_per_chunk) {
+  double held = 0, most = 0;
   for (const auto& pass : passes) {
-    held += pass.forward ? 1 : -1;
+    const double bytes = held_per_chunk.at(static_cast<size_t>(pass.chunk));
+    held += pass.forward ? bytes : -bytes;
     most = std::max(most, held);
   }
   return most;

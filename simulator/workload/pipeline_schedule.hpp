@@ -22,9 +22,9 @@ struct PipelinePass {
 std::vector<PipelinePass> pipeline_passes(PipelineSchedule schedule, int pp, int virtual_stages,
                                           int microbatches, int stage);
 
-/// The most forward passes that have run while their backward has not: how many microbatches'
-/// activations a rank holds at once.
-int max_in_flight(const std::vector<PipelinePass>& passes);
+/// The most a rank holds at once when each forward pass of chunk c saves `held_per_chunk[c]` until
+/// its backward: with all 1, how many microbatches' activations are in flight.
+double peak_held(const std::vector<PipelinePass>& passes, const std::vector<double>& held_per_chunk);
 
 /// Virtual stage of `chunk` on pipeline rank `stage`: chunk x pp + stage (layers are split over
 /// virtual stages in this order; data flows from virtual stage v to v + 1).

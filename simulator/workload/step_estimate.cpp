@@ -8,19 +8,6 @@
 #include "workload/transformer_job.hpp"
 
 namespace prismsim {
-namespace {
-
-/// Predicted duration of `op` on the group of `gpus` (nothing else on the network).
-double collective_seconds(const std::vector<int>& gpus, const Topology& topology,
-                          const PlatformSpec& platform, CollectiveOp op, double bytes) {
-  if (gpus.size() < 2 && op != CollectiveOp::all_reduce) return 0;
-  const CollectivePlanner planner(layout_of(gpus, topology), platform.collective_channels());
-  return choose_collective(planner, gpus, topology, platform, op, bytes, Algorithm::automatic)
-      .seconds;
-}
-
-}  // namespace
-
 StepEstimate::StepEstimate(const Scenario& s, const Topology& topology)
     : schedule_(s.parallelism.schedule), pp_(s.parallelism.pp),
       virtual_stages_(s.parallelism.virtual_stages),
@@ -29,25 +16,16 @@ StepEstimate::StepEstimate(const Scenario& s, const Topology& topology)
   const LayerContext context = layer_context(s);
   const auto layers = split_layers(p, context.model.layers);
   const RankGrid grid(p);
-  // The groups of the ranks with every other coordinate 0 (all groups have this shape).
+  // The groups through the rank of `stage` whose other coordinates are 0 (all groups of a stage
+  // have this shape on a regular placement); rank r runs on GPU r.
   auto group = [&](std::initializer_list<ParallelDim> dims, int stage) {
-    std::vector<int> gpus;
     std::array<int, 4> c{};
     c[static_cast<size_t>(ParallelDim::pp)] = stage;
-    std::vector<std::array<int, 4>> coords = {c};
-    for (ParallelDim dim : dims) {
-      std::vector<std::array<int, 4>> grown;
-      for (auto base : coords) {
-        for (int i = 0; i < grid.degree(dim); ++i) {
-          base[static_cast<size_t>(dim)] = i;
-          grown.push_back(base);
-        }
-      }
-      coords = std::move(grown);
-    }
-    for (const auto& coord : coords) gpus.push_back(grid.rank(coord));
-    std::sort(gpus.begin(), gpus.end());
-    return gpus;
+    return grid.group(grid.rank(c), dims);
+  };
+  auto call_seconds = [&](const std::vector<int>& gpus, CollectiveOp op, double bytes) {
+    return predicted_call_seconds(gpus, topology, s.platform, op, bytes,
+                                  s.engine.collective_algorithm);
   };
   const Precision gemm_precision = s.workload.fp8_gemms ? Precision::fp8 : s.workload.precision;
   const double element_bytes = bytes_per_element(s.workload.precision);
@@ -77,9 +55,8 @@ StepEstimate::StepEstimate(const Scenario& s, const Topology& topology)
               cost.kernels.push_back({item.work, precision, 1});
             }
           } else {
-            cost.communication_s += collective_seconds(
-                item.group == LayerGroup::tp ? tp_group : cp_group, topology, s.platform, item.op,
-                item.bytes);
+            cost.communication_s += call_seconds(
+                item.group == LayerGroup::tp ? tp_group : cp_group, item.op, item.bytes);
           }
         }
       }
@@ -94,9 +71,7 @@ StepEstimate::StepEstimate(const Scenario& s, const Topology& topology)
     topology.route(from, to, route);
     double bandwidth = std::numeric_limits<double>::infinity();
     for (int link : route) bandwidth = std::min(bandwidth, topology.links()[static_cast<size_t>(link)].bandwidth_Bps);
-    const double bytes = context.tokens() * static_cast<double>(context.model.hidden) *
-                         element_bytes / (context.sequence_parallel ? p.tp : 1);
-    transfer_s_ = topology.route_latency(from, to) + bytes / bandwidth;
+    transfer_s_ = topology.route_latency(from, to) + context.pipeline_transfer_bytes() / bandwidth;
   }
   for (int stage = 0; stage < p.pp; ++stage) {
     const double parameters = stage_parameters[static_cast<size_t>(stage)];
@@ -107,12 +82,12 @@ StepEstimate::StepEstimate(const Scenario& s, const Topology& topology)
       double seconds = 0;
       switch (p.data_parallel) {
         case DataParallelKind::ddp:
-          seconds = collective_seconds(dp_group, topology, s.platform, CollectiveOp::all_reduce, bytes);
+          seconds = call_seconds(dp_group, CollectiveOp::all_reduce, bytes);
           break;
         case DataParallelKind::zero1:
         case DataParallelKind::fsdp:
-          seconds = collective_seconds(dp_group, topology, s.platform, CollectiveOp::reduce_scatter, bytes) +
-                    collective_seconds(dp_group, topology, s.platform, CollectiveOp::all_gather, bytes);
+          seconds = call_seconds(dp_group, CollectiveOp::reduce_scatter, bytes) +
+                    call_seconds(dp_group, CollectiveOp::all_gather, bytes);
           sharded /= static_cast<double>(p.dp) * p.cp;
           break;
       }

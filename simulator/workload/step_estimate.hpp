@@ -8,13 +8,16 @@
 
 namespace prismsim {
 
-/// Closed-form duration of one training step of a transformer workload, for calibration and as a
-/// check of the simulator: each pass of virtual stage v takes the sum of its kernel times and of
-/// its tensor/context-parallel collectives (cost model, no contention); passes follow the
-/// pipeline schedule (pipeline_makespan) with point-to-point transfers at route latency plus
-/// bytes over the route's narrowest link; then the data-parallel gradient collectives (not
-/// overlapped; cost model) and the optimizer. Kernel shapes are built once; seconds() re-times
-/// them for any compute-model parameters.
+/// Closed-form duration of one training step of a transformer workload, for calibration: each pass
+/// of virtual stage v takes the sum of its kernel times and of its tensor/context-parallel
+/// collectives (cost model, no contention); passes follow the pipeline schedule
+/// (pipeline_makespan) with point-to-point transfers at route latency plus bytes over the route's
+/// narrowest link; then the data-parallel gradient collectives, not overlapped (one all-reduce for
+/// DDP, one reduce-scatter and one all-gather of all parameters for ZeRO-1 and, as an
+/// approximation, for FSDP), and the optimizer. It matches the simulator for DDP and ZeRO-1 jobs
+/// without overlap, one gradient bucket and analytic layer collectives when the network has no
+/// contention. Kernel shapes are built once; seconds() re-times them for any compute-model
+/// parameters.
 class StepEstimate {
  public:
   StepEstimate(const Scenario& scenario, const Topology& topology);

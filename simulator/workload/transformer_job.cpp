@@ -36,6 +36,23 @@ int RankGrid::rank(const std::array<int, 4>& c) const {
   return r;
 }
 
+std::vector<int> RankGrid::group(int rank, std::initializer_list<ParallelDim> dims) const {
+  std::vector<int> out = {rank};
+  for (ParallelDim dim : dims) {
+    std::vector<int> grown;
+    for (int member : out) {
+      auto c = coords(member);
+      for (int i = 0; i < degree(dim); ++i) {
+        c[static_cast<size_t>(dim)] = i;
+        grown.push_back(this->rank(c));
+      }
+    }
+    out = std::move(grown);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
 std::vector<StageLayers> split_layers(const ParallelismSpec& p, int layers) {
   const int stages = p.pp * p.virtual_stages;
   std::vector<int> counts = p.stage_layers;
@@ -87,8 +104,6 @@ std::vector<PassUnit> pass_units(const LayerContext& c, const std::vector<StageL
 
 namespace {
 
-using Unit = PassUnit;
-
 /// An op of a pass before it is given a rank's groups.
 struct OpTemplate {
   int segment = -1;  ///< compute, or -1 for a collective
@@ -97,10 +112,12 @@ struct OpTemplate {
   LayerGroup group = LayerGroup::tp;
 };
 
-/// A rank's tensor- and context-parallel groups.
+/// A rank's tensor- and context-parallel groups. Analytic collectives are charged by group shape:
+/// groups with equal keys cost the same.
 struct LayerGroups {
   int tp = -1, cp = -1;
-  std::string key;  ///< segments charge analytic collectives by group shape: equal keys share
+  std::string tp_key, cp_key;
+  std::string key() const { return tp_key + "|" + cp_key; }
 };
 
 class TransformerJobBuilder {
@@ -119,7 +136,7 @@ class TransformerJobBuilder {
   int add_group(std::vector<int> ranks, const char* name);
   std::string group_key(int group) const;
   void build_groups();
-  const std::vector<Unit>& units(bool forward, int vs);
+  const std::vector<PassUnit>& units(bool forward, int vs);
   const std::vector<OpTemplate>& templates(bool forward, int vs, size_t begin, size_t end,
                                            const LayerGroups& groups);
   double kernel_time(const KernelWork& work) const;
@@ -141,7 +158,7 @@ class TransformerJobBuilder {
   Job job_;
   std::vector<LayerGroups> layer_groups_;        ///< per rank
   std::vector<std::array<int, 2>> dp_groups_;    ///< per rank: gradient group, second communicator
-  std::map<std::pair<bool, int>, std::vector<Unit>> units_;
+  std::map<std::pair<bool, int>, std::vector<PassUnit>> units_;
   std::map<std::string, std::vector<OpTemplate>> templates_;
   std::map<std::tuple<int, double, std::string>, double> analytic_;
 };
@@ -169,43 +186,26 @@ void TransformerJobBuilder::build_groups() {
   const int ranks = grid_.ranks();
   layer_groups_.assign(static_cast<size_t>(ranks), {});
   dp_groups_.assign(static_cast<size_t>(ranks), {-1, -1});
-  // Members of the group through `rank` along `dims`, in rank order (so rings follow GPUs).
-  auto members = [&](int rank, std::initializer_list<ParallelDim> dims) {
-    std::vector<int> out = {rank};
-    for (ParallelDim dim : dims) {
-      std::vector<int> grown;
-      for (int r : out) {
-        auto c = grid_.coords(r);
-        for (int i = 0; i < grid_.degree(dim); ++i) {
-          c[static_cast<size_t>(dim)] = i;
-          grown.push_back(grid_.rank(c));
-        }
-      }
-      out = std::move(grown);
-    }
-    std::sort(out.begin(), out.end());
-    return out;
-  };
   auto leader = [](const std::vector<int>& m, int rank) { return m.front() == rank; };
   const bool dp_collectives = p_.dp * p_.cp > 1;
   const bool two_communicators = p_.data_parallel == DataParallelKind::fsdp;
   for (int rank = 0; rank < ranks; ++rank) {
     if (p_.tp > 1) {
-      auto m = members(rank, {ParallelDim::tp});
+      auto m = grid_.group(rank, {ParallelDim::tp});
       if (leader(m, rank)) {
         const int g = add_group(m, "tp");
         for (int r : m) layer_groups_[static_cast<size_t>(r)].tp = g;
       }
     }
     if (p_.cp > 1) {
-      auto m = members(rank, {ParallelDim::cp});
+      auto m = grid_.group(rank, {ParallelDim::cp});
       if (leader(m, rank)) {
         const int g = add_group(m, "cp");
         for (int r : m) layer_groups_[static_cast<size_t>(r)].cp = g;
       }
     }
     if (dp_collectives) {
-      auto m = members(rank, {ParallelDim::cp, ParallelDim::dp});
+      auto m = grid_.group(rank, {ParallelDim::cp, ParallelDim::dp});
       if (leader(m, rank)) {
         const int g = add_group(m, two_communicators ? "dp_gather" : "dp");
         const int second = two_communicators ? add_group(m, "dp_reduce") : g;
@@ -214,15 +214,19 @@ void TransformerJobBuilder::build_groups() {
     }
   }
   if (network_) return;
-  std::map<std::pair<int, int>, std::string> keys;
+  std::map<int, std::string> keys;
+  auto key_of = [&](int group) -> const std::string& {
+    auto [it, added] = keys.try_emplace(group);
+    if (added) it->second = group_key(group);
+    return it->second;
+  };
   for (auto& groups : layer_groups_) {
-    auto& key = keys[{groups.tp, groups.cp}];
-    if (key.empty()) key = group_key(groups.tp) + "|" + group_key(groups.cp);
-    groups.key = key;
+    groups.tp_key = key_of(groups.tp);
+    groups.cp_key = key_of(groups.cp);
   }
 }
 
-const std::vector<Unit>& TransformerJobBuilder::units(bool forward, int vs) {
+const std::vector<PassUnit>& TransformerJobBuilder::units(bool forward, int vs) {
   auto [it, added] = units_.try_emplace({forward, vs});
   if (added) it->second = pass_units(context_, layers_, forward, vs);
   return it->second;
@@ -235,21 +239,17 @@ double TransformerJobBuilder::kernel_time(const KernelWork& work) const {
 }
 
 double TransformerJobBuilder::analytic_seconds(const PassItem& item, const LayerGroups& groups) {
-  const int group = item.group == LayerGroup::tp ? groups.tp : groups.cp;
-  const auto key = std::make_tuple(static_cast<int>(item.op), item.bytes, groups.key);
+  const bool tp = item.group == LayerGroup::tp;
+  const auto key = std::make_tuple(static_cast<int>(item.op), item.bytes,
+                                   tp ? groups.tp_key : groups.cp_key);
   auto it = analytic_.find(key);
   if (it != analytic_.end()) return it->second;
   std::vector<int> gpus;
-  for (int rank : job_.groups[static_cast<size_t>(group)].ranks) {
+  for (int rank : job_.groups[static_cast<size_t>(tp ? groups.tp : groups.cp)].ranks) {
     gpus.push_back(job_.gpu_of_rank[static_cast<size_t>(rank)]);
   }
-  const CollectivePlanner planner(layout_of(gpus, topology_), s_.platform.collective_channels());
-  // The forced algorithm where it can run the call, as in the network (runtime/simulation).
-  Algorithm algorithm = s_.engine.collective_algorithm;
-  if (!planner.supports(item.op, algorithm, s_.platform.nvls)) algorithm = Algorithm::automatic;
-  const double seconds =
-      choose_collective(planner, gpus, topology_, s_.platform, item.op, item.bytes, algorithm)
-          .seconds;
+  const double seconds = predicted_call_seconds(gpus, topology_, s_.platform, item.op, item.bytes,
+                                                s_.engine.collective_algorithm);
   return analytic_.emplace(key, seconds).first->second;
 }
 
@@ -257,7 +257,7 @@ const std::vector<OpTemplate>& TransformerJobBuilder::templates(bool forward, in
                                                                 size_t begin, size_t end,
                                                                 const LayerGroups& groups) {
   const std::string key =
-      fmt::format("{}{}:{}-{}:{}", forward ? 'f' : 'b', vs, begin, end, groups.key);
+      fmt::format("{}{}:{}-{}:{}", forward ? 'f' : 'b', vs, begin, end, groups.key());
   auto [it, added] = templates_.try_emplace(key);
   if (!added) return it->second;
   std::vector<OpTemplate>& ops = it->second;
@@ -322,8 +322,7 @@ std::shared_ptr<Program> TransformerJobBuilder::rank_program(int rank) {
     c[static_cast<size_t>(ParallelDim::pp)] = vs % pp;
     return grid_.rank(c);
   };
-  const double transfer_bytes = context_.tokens() * static_cast<double>(context_.model.hidden) *
-                                element_bytes_ / (context_.sequence_parallel ? p_.tp : 1);
+  const double transfer_bytes = context_.pipeline_transfer_bytes();
   // The last backward pass of each chunk: its gradients are final.
   std::vector<size_t> last_backward(static_cast<size_t>(v), 0);
   for (size_t i = 0; i < passes.size(); ++i) {
@@ -360,7 +359,7 @@ std::shared_ptr<Program> TransformerJobBuilder::rank_program(int rank) {
   int previous_started = -1;  // FSDP: the gather of a unit waits until the previous one runs
   double rank_parameters = 0;
   for (int c = 0; c < v; ++c) {
-    for (const Unit& unit : units(true, virtual_stage(c, stage, pp))) rank_parameters += unit.parameters;
+    for (const PassUnit& unit : units(true, virtual_stage(c, stage, pp))) rank_parameters += unit.parameters;
   }
 
   for (size_t i = 0; i < passes.size(); ++i) {
@@ -466,7 +465,7 @@ bool TransformerJobBuilder::layer_collectives_in_network() {
   for (int stage = 0; stage < p_.pp; ++stage) {
     for (const PipelinePass& pass :
          pipeline_passes(p_.schedule, p_.pp, p_.virtual_stages, microbatches_, stage)) {
-      for (const Unit& unit : units(pass.forward, virtual_stage(pass.chunk, stage, p_.pp))) {
+      for (const PassUnit& unit : units(pass.forward, virtual_stage(pass.chunk, stage, p_.pp))) {
         for (const PassItem& item : unit.items) {
           calls += (item.kind == PassItem::Kind::collective) * ranks_per_stage;
         }

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <array>
+#include <initializer_list>
 #include <vector>
 
 #include "config/scenario.hpp"
@@ -19,6 +20,8 @@ class RankGrid {
 
   std::array<int, 4> coords(int rank) const;  ///< indexed by ParallelDim
   int rank(const std::array<int, 4>& coords) const;
+  /// The ranks that differ from `rank` only along `dims`, in rank order (so rings follow GPUs).
+  std::vector<int> group(int rank, std::initializer_list<ParallelDim> dims) const;
   int degree(ParallelDim dim) const { return degree_[static_cast<size_t>(dim)]; }
   int ranks() const { return ranks_; }
 

@@ -32,9 +32,17 @@ struct LayerContext {
   int activation_bytes = 2;  ///< per element of activations and weights (the workload precision)
 
   /// Tokens of one microbatch on this rank (its context-parallel share of the sequence).
-  double tokens() const { return static_cast<double>(microbatch * model.sequence / cp); }
+  double tokens() const {
+    return static_cast<double>(microbatch) * static_cast<double>(model.sequence) / cp;
+  }
   /// Tokens of element-wise work (divided among TP ranks with sequence parallelism).
   double elementwise_tokens() const { return sequence_parallel ? tokens() / tp : tokens(); }
+  /// Bytes one rank sends to the next pipeline stage per microbatch: the b x s x h activation
+  /// (its 1/tp share with sequence parallelism).
+  double pipeline_transfer_bytes() const {
+    return tokens() * static_cast<double>(model.hidden) * activation_bytes /
+           (sequence_parallel ? tp : 1);
+  }
   /// The vocabulary padded to a multiple of 128 x tp, as Megatron pads it.
   double padded_vocab() const;
 };

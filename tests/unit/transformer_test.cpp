@@ -446,7 +446,7 @@ TEST_CASE("1F1B: stage s warms up with min(pp - s - 1, m) forwards, then alterna
           CHECK(passes[i++] == PipelinePass{false, k, 0});
         }
         for (int k = m - warmup; k < m; ++k) CHECK(passes[i++] == PipelinePass{false, k, 0});
-        CHECK(max_in_flight(passes) == std::min(pp - s, m));
+        CHECK(peak_held(passes, std::vector<double>(8, 1.0)) == std::min(pp - s, m));
       }
     }
   }
@@ -460,7 +460,7 @@ TEST_CASE("GPipe runs every forward, then every backward, holding all microbatch
       CHECK(passes[static_cast<size_t>(mb)] == PipelinePass{true, mb, 0});
       CHECK(passes[static_cast<size_t>(6 + mb)] == PipelinePass{false, mb, 0});
     }
-    CHECK(max_in_flight(passes) == 6);
+    CHECK(peak_held(passes, std::vector<double>(8, 1.0)) == 6);
   }
 }
 
@@ -486,8 +486,10 @@ TEST_CASE("interleaved 1F1B visits every chunk of every microbatch in Megatron's
             CHECK(backwards[static_cast<size_t>(k)] ==
                   PipelinePass{false, group * pp + k % pp, v - 1 - chunk});
           }
-          // Warm-up: (pp - s - 1) x 2 + (v - 1) x pp forwards before the first backward, capped.
-          const int warmup = std::min((pp - s - 1) * 2 + (v - 1) * pp, m * v);
+          // Warm-up: (pp - s - 1) x 2 + (v - 1) x pp forwards before the first backward, capped;
+          // every forward first when there are as many microbatches as stages (Megatron-LM).
+          const int warmup =
+              m == pp ? m * v : std::min((pp - s - 1) * 2 + (v - 1) * pp, m * v);
           int leading = 0;
           while (leading < static_cast<int>(passes.size()) &&
                  passes[static_cast<size_t>(leading)].forward) {
