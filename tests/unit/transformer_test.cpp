@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "config/scenario_loader.hpp"
+#include "collectives/cost_model.hpp"
 #include "core/diagnostics.hpp"
 #include "platform/topology.hpp"
 #include "workload/compute_model.hpp"
@@ -1005,4 +1006,31 @@ TEST_CASE("parallelism that does not fit the model is refused with a clear messa
         workload +
             ":12:15: error: schedule 'interleaved' needs the 1 microbatches per replica "
             "to be a multiple of pp 2");
+}
+
+TEST_CASE("analytic TP and CP collectives of equal size are charged by their own groups") {
+  // tp 4 inside a node, cp 2 across two nodes (order tp, pp, cp, dp); with sequence parallelism
+  // the TP all-gather and the CP key/value all-gather move the same 128 KiB.
+  const Scenario s = load_scenario(
+      kTinyGpt, {"parallelism.gpus=16", "parallelism.tp=4", "parallelism.cp=2",
+                 "parallelism.pp=2", "parallelism.dp=1", "parallelism.sequence_parallel=true",
+                 "parallelism.order=[tp, pp, cp, dp]", "engine.layer_collectives=analytic"});
+  const Topology topology(s.platform);
+  const Job job = build_transformer_job(s, topology);
+  auto charged = [&](const std::string& name) {
+    for (const Segment& segment : job.segments) {
+      for (const Kernel& k : segment.kernels) {
+        if (k.name == name) return k.seconds;
+      }
+    }
+    return -1.0;
+  };
+  const double bytes = 512.0 * 256 * 2;  // b s h x 2 bytes / cp = b s x 2 kv d x 2 bytes / tp
+  const double tp_s = predicted_call_seconds({0, 1, 2, 3}, topology, s.platform,
+                                             CollectiveOp::all_gather, bytes / 2, Algorithm::automatic);
+  const double cp_s = predicted_call_seconds({0, 8}, topology, s.platform,
+                                             CollectiveOp::all_gather, bytes / 2, Algorithm::automatic);
+  CHECK(cp_s > tp_s);  // across nodes
+  CHECK(charged("tp_all_gather") == rel(tp_s));
+  CHECK(charged("cp_all_gather_kv") == rel(cp_s));
 }
