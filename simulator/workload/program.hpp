@@ -92,8 +92,9 @@ struct CollectiveGroup {
   std::string name;  ///< "tp", "dp", ... for traces
 };
 
-/// Everything the runtime executes: per rank, a program (shared between identical ranks) and the
-/// GPU it runs on; the collective groups and compute segments the programs refer to.
+/// Everything the runtime executes: per rank, a program (identical ranks may share one; a
+/// transformer rank has its own, since its peers differ) and the GPU it runs on; the collective
+/// groups and the compute segments the programs refer to (segments are shared).
 struct Job {
   std::vector<std::shared_ptr<const Program>> program_of_rank;
   std::vector<int> gpu_of_rank;
