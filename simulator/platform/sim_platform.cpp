@@ -20,14 +20,19 @@ class TopologyZone final : public routing::NetZoneImpl {
   TopologyZone(const std::string& name, const Topology& topology)
       : NetZoneImpl(name), topology_(topology) {}
 
-  void add_link(simgrid::s4u::Link* link) { links_.push_back(link->get_impl()); }
+  /// The SimGrid link of the next topology link, or nullptr when it is left out.
+  void add_link(simgrid::s4u::Link* link) {
+    links_.push_back(link == nullptr ? nullptr : link->get_impl());
+  }
 
   void get_local_route(const routing::NetPoint* src, const routing::NetPoint* dst,
                        routing::Route* into, double* latency) override {
     path_.clear();
     topology_.route(static_cast<int>(src->id()), static_cast<int>(dst->id()), path_);
     for (int link : path_) {
-      into->link_list_.push_back(links_[static_cast<size_t>(link)]);
+      // Links that cannot saturate have no SimGrid resource: fewer flows share constraints,
+      // which makes each event cheaper, and rates are the same.
+      if (auto* resource = links_[static_cast<size_t>(link)]) into->link_list_.push_back(resource);
       if (latency != nullptr) *latency += topology_.links()[static_cast<size_t>(link)].latency_s;
     }
   }
@@ -79,6 +84,10 @@ std::vector<simgrid::s4u::Host*> build_sim_platform(const Topology& topology,
   }
   const auto& links = topology.links();
   for (size_t i = 0; i < links.size(); ++i) {
+    if (!links[i].can_saturate) {
+      zone->add_link(nullptr);
+      continue;
+    }
     auto* link = iface->create_link(topology.link_name(static_cast<int>(i)), links[i].bandwidth_Bps)
                      ->set_latency(links[i].latency_s)
                      ->seal();

@@ -45,9 +45,12 @@ Topology::Topology(const PlatformSpec& spec)
       const double ratio = fabric.oversubscription.at(static_cast<size_t>(tier - 1));
       const double uplink_Bps = static_cast<double>(fabric.nics_below(tier)) *
                                 fabric.port_bandwidth_Bps * spec.nic.efficiency / ratio;
+      // Every flow through a bundle comes from (or goes to) a NIC below it.
+      const bool can_saturate =
+          uplink_Bps < static_cast<double>(fabric.nics_below(tier)) * nic_Bps * (1 - 1e-12);
       for (int64_t g = 0; g < groups; ++g) {
-        links_.push_back({uplink_Bps, hop});
-        links_.push_back({uplink_Bps, hop});
+        links_.push_back({uplink_Bps, hop, can_saturate});
+        links_.push_back({uplink_Bps, hop, can_saturate});
       }
     }
   }

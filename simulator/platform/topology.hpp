@@ -19,6 +19,9 @@ struct GpuLocation {
 struct TopologyLink {
   double bandwidth_Bps = 0;
   double latency_s = 0;
+  /// False for a bundle that the NICs below it can never fill (a non-blocking tier): it never
+  /// limits a flow, so the simulated network leaves it out of routes (keeping its latency).
+  bool can_saturate = true;
 };
 
 /// The platform's network as plain links and routes, without SimGrid.

@@ -67,6 +67,12 @@ TEST_CASE("routes take NVLink inside a node and the fabric across nodes") {
     // The aggregation tier's uplink carries 24 NICs x 50 GB/s / 3.
     CHECK(t.links()[static_cast<size_t>(path[2])].bandwidth_Bps == doctest::Approx(400e9));
     CHECK(t.route_latency(0, 30) == doctest::Approx(2e-6 + 5e-7));
+    // The leaf tier is non-blocking (its 4 NICs can never fill its uplink): left out of the
+    // simulated routes; the oversubscribed tier above, the NICs and the WAN stay.
+    CHECK_FALSE(t.links()[static_cast<size_t>(path[1])].can_saturate);
+    CHECK(t.link_name(path[1]) == "a-tier1-group0-up");
+    CHECK(t.links()[static_cast<size_t>(path[2])].can_saturate);
+    CHECK(t.links()[static_cast<size_t>(path[0])].can_saturate);
   }
   SUBCASE("other datacenter: through the top tier and the WAN link") {
     t.route(0, 50, path);
