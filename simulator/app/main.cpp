@@ -101,6 +101,9 @@ int run_study(const Options& options) {
     } catch (const std::invalid_argument& e) {
       throw UsageError(fmt::format("--trace-ranks: {}", e.what()));
     }
+    if (!std::ofstream(options.trace, std::ios::binary)) {
+      throw UsageError(fmt::format("cannot write trace file '{}'", options.trace));
+    }
     trace = std::make_unique<TraceRecorder>(options.trace, std::move(ranks), 0);
     simulation.set_trace(trace.get());
   }

@@ -94,6 +94,9 @@ expect "trace ranks out of range" 2 "$prismsim" run "$tiny" --out "$tmp/t3" --tr
 same "trace ranks message" "prismsim: error: --trace-ranks: rank 16 does not exist (ranks 0-15)" \
   "$(head -1 "$tmp/err")"
 expect "trace ranks without trace" 2 "$prismsim" run "$tiny" --trace-ranks 0
+expect "unwritable trace" 2 "$prismsim" run "$tiny" --out "$tmp/t4" --trace /proc/prismsim.json
+same "unwritable trace message" "prismsim: error: cannot write trace file '/proc/prismsim.json'" \
+  "$(head -1 "$tmp/err")"
 
 # prismsim collective: nccl-tests' table, CSV, usage errors.
 a100=platforms/a100-ndv4.yaml
