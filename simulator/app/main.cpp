@@ -112,7 +112,8 @@ int run_study(const Options& options) {
                        : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   auto runs = run_replications(simulation, scenario.simulation.runs, scenario.simulation.seed,
                                scenario.simulation.steps, jobs);
-  const StudyResults results = gather_results(scenario, simulation.collective_summary(), std::move(runs));
+  const StudyResults results = gather_results(scenario, simulation.collective_summary(),
+                                              simulation.simulated_ranks(), std::move(runs));
 
   write_file(out_dir / "summary.json", summary_json(results));
   write_file(out_dir / "runs.csv", runs_csv(results));

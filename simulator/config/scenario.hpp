@@ -208,6 +208,9 @@ struct EngineSpec {
   /// automatic: in the network while all ranks together make at most this many such calls a step
   int64_t network_layer_collectives_max_calls = 4096;
   bool check_memory = true;  ///< refuse transformer configurations that do not fit the GPU
+  /// Simulate only the first rank of each tensor-parallel group when the others must run exactly
+  /// like it (analytic TP collectives, a fabric that never saturates; see docs/design.md).
+  bool tensor_parallel_symmetry = true;
 };
 
 /// A fully validated scenario: everything a run needs, read once from YAML.

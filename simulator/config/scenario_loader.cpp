@@ -401,6 +401,7 @@ void read_run_settings(MapReader& r, Scenario& s) {
     assign(s.engine.network_layer_collectives_max_calls,
            e.integer("network_layer_collectives_max_calls", false, 0, kMaxInt64));
     assign(s.engine.check_memory, e.boolean("check_memory", false));
+    assign(s.engine.tensor_parallel_symmetry, e.boolean("tensor_parallel_symmetry", false));
     e.finish();
   }
 }

@@ -75,6 +75,13 @@ Topology::Topology(const PlatformSpec& spec)
   }
 }
 
+bool Topology::only_gpu_links_saturate() const {
+  for (size_t link = static_cast<size_t>(first_bundle_link_); link < links_.size(); ++link) {
+    if (links_[link].can_saturate) return false;
+  }
+  return true;
+}
+
 GpuLocation Topology::locate(int gpu) const {
   assert(gpu >= 0 && gpu < gpu_count_);
   GpuLocation where;

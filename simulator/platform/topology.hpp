@@ -49,6 +49,9 @@ class Topology {
   void route(int src, int dst, std::vector<int>& out) const;
   /// Sum of the latencies along route(src, dst), in seconds.
   double route_latency(int src, int dst) const;
+  /// True when no link outside the GPUs' own NVLink and NIC links can limit a flow (non-blocking
+  /// fabric, one datacenter): flows of different GPUs then never share a constraint.
+  bool only_gpu_links_saturate() const;
 
  private:
   enum Port { kNvlinkUp = 0, kNvlinkDown = 1, kNicUp = 2, kNicDown = 3, kPortsPerGpu = 4 };

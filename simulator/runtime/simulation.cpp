@@ -39,17 +39,24 @@ Simulation::Simulation(const Scenario& scenario, const Job& job, Topology topolo
                                                      scenario.engine));
   }
   for (const auto& program : job.program_of_rank) {
-    stream_count_ += static_cast<int>(program->streams.size());
+    if (program) stream_count_ += static_cast<int>(program->streams.size());
   }
   streams_done_.assign(static_cast<size_t>(scenario.simulation.steps), 0);
 }
 
 Simulation::~Simulation() = default;
 
+int Simulation::simulated_ranks() const {
+  int count = 0;
+  for (int rank = 0; rank < job_.rank_count(); ++rank) count += job_.simulated(rank);
+  return count;
+}
+
 std::string Simulation::collective_summary() {
   // The first call of the largest group that any program uses.
   const Op* first = nullptr;
   for (const auto& program : job_.program_of_rank) {
+    if (!program) continue;
     for (const auto& stream : program->streams) {
       for (const Op& op : stream) {
         if (op.kind == Op::Kind::collective &&
@@ -75,7 +82,17 @@ int Simulation::run(const StepCallback& on_step) {
   // Actors are created here, in the replication's process: their stacks would make fork() of a
   // large simulation fail for lack of commit charge.
   events_.resize(static_cast<size_t>(job_.rank_count()));
+  traced_as_.assign(static_cast<size_t>(job_.rank_count()), {});
+  if (trace_ != nullptr) {
+    // A rank that is not simulated is drawn with its representative's timeline.
+    for (int rank = 0; rank < job_.rank_count(); ++rank) {
+      if (!trace_->wants(rank)) continue;
+      const int simulated = job_.simulated(rank) ? rank : job_.representative[static_cast<size_t>(rank)];
+      traced_as_[static_cast<size_t>(simulated)].push_back(rank);
+    }
+  }
   for (int rank = 0; rank < job_.rank_count(); ++rank) {
+    if (!job_.simulated(rank)) continue;
     const Program& program = *job_.program_of_rank[static_cast<size_t>(rank)];
     if (program.events > 0) {
       RankEvents& events = events_[static_cast<size_t>(rank)];
@@ -104,14 +121,19 @@ void Simulation::stream_main(int rank, int stream) {
   const Program& program = *job_.program_of_rank[static_cast<size_t>(rank)];
   const std::vector<Op>& ops = program.streams[static_cast<size_t>(stream)];
   const double speed = sg4::this_actor::get_host()->get_speed();
-  const bool traced = trace_ != nullptr && trace_->wants(rank);
+  const std::vector<int>& traced_as = traced_as_[static_cast<size_t>(rank)];
+  const bool traced = !traced_as.empty();
   RankEvents& events = events_[static_cast<size_t>(rank)];
   std::vector<sg4::CommPtr> sends;
   std::vector<const Op*> fused;  // compute ops of the pending execution, for the trace
 
-  auto span = [&](double start, std::string name, std::string category, int microbatch) {
-    trace_->add({rank, stream, start, sg4::Engine::get_clock(), std::move(name),
-                 std::move(category), microbatch});
+  auto add_span = [&](double start, double end, const std::string& name,
+                      const std::string& category, int microbatch) {
+    for (int as : traced_as) trace_->add({as, stream, start, end, name, category, microbatch});
+  };
+  auto span = [&](double start, const std::string& name, const std::string& category,
+                  int microbatch) {
+    add_span(start, sg4::Engine::get_clock(), name, category, microbatch);
   };
   auto op_seconds = [&](const Op& op) {
     return op.segment >= 0 ? job_.segments[static_cast<size_t>(op.segment)].seconds : op.seconds;
@@ -130,7 +152,7 @@ void Simulation::stream_main(int rank, int stream) {
         double at = start;
         for (const Op* op : fused) {
           const auto add = [&](const std::string& name, const char* category, double seconds) {
-            trace_->add({rank, stream, at, at + seconds * scale, name, category, op->microbatch});
+            add_span(at, at + seconds * scale, name, category, op->microbatch);
             at += seconds * scale;
           };
           if (op->segment < 0) {
@@ -213,7 +235,9 @@ void Simulation::finish_step(int step) {
 void Simulation::write_trace() const {
   if (trace_ == nullptr) return;
   size_t streams = 1;
-  for (const auto& program : job_.program_of_rank) streams = std::max(streams, program->streams.size());
+  for (const auto& program : job_.program_of_rank) {
+    if (program) streams = std::max(streams, program->streams.size());
+  }
   const std::vector<std::string> names = {"compute", "data-parallel", "data-parallel reduce"};
   std::vector<std::string> stream_names;
   for (size_t s = 0; s < streams; ++s) {
@@ -221,8 +245,12 @@ void Simulation::write_trace() const {
   }
   std::vector<std::string> labels;
   for (int rank = 0; rank < job_.rank_count(); ++rank) {
-    labels.push_back(fmt::format("rank {} (GPU {})", rank,
-                                 job_.gpu_of_rank[static_cast<size_t>(rank)]));
+    labels.push_back(job_.simulated(rank)
+                         ? fmt::format("rank {} (GPU {})", rank,
+                                       job_.gpu_of_rank[static_cast<size_t>(rank)])
+                         : fmt::format("rank {} (GPU {}, as rank {})", rank,
+                                       job_.gpu_of_rank[static_cast<size_t>(rank)],
+                                       job_.representative[static_cast<size_t>(rank)]));
   }
   trace_->write(stream_names, labels);
 }

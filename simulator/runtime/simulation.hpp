@@ -42,6 +42,8 @@ class Simulation {
   void set_trace(TraceRecorder* trace) { trace_ = trace; }
   /// Which replication this process simulates.
   void set_run(int run) { run_ = run; }
+  /// Ranks that have actors (see Job::representative).
+  int simulated_ranks() const;
   /// How the largest group's first collective ran: "ring/simple/coarse" (algorithm, protocol,
   /// fidelity), or "none".
   std::string collective_summary();
@@ -66,6 +68,7 @@ class Simulation {
   std::vector<std::unique_ptr<GroupRuntime>> groups_;
   std::vector<std::vector<int>> position_;        ///< [group][rank] position in the group, or -1
   std::vector<RankEvents> events_;                ///< per rank
+  std::vector<std::vector<int>> traced_as_;       ///< per simulated rank: the traced ranks it draws
   std::vector<int> streams_done_;                 ///< per step: streams that finished it
   int stream_count_ = 0;                          ///< over all ranks
   double last_step_end_s_ = 0;

@@ -41,10 +41,11 @@ std::string human_seconds(double s) {
 }  // namespace
 
 StudyResults gather_results(const Scenario& scenario, std::string collectives,
-                            std::vector<RunRecord> runs) {
+                            int ranks_simulated, std::vector<RunRecord> runs) {
   StudyResults results;
   results.scenario = &scenario;
   results.collectives = std::move(collectives);
+  results.ranks_simulated = ranks_simulated;
   std::vector<double> steps;
   for (const auto& run : runs) steps.insert(steps.end(), run.step_times_s.begin(), run.step_times_s.end());
   results.step_time = summarize(std::move(steps));
@@ -70,6 +71,7 @@ std::string summary_json(const StudyResults& r) {
       "  \"platform\": {},\n"
       "  \"workload\": {},\n"
       "  \"gpus\": {},\n"
+      "  \"ranks_simulated\": {},\n"
       "  \"parallelism\": {{\"dp\": {}, \"tp\": {}, \"pp\": {}, \"cp\": {}}},\n"
       "  \"runs\": {},\n"
       "  \"runs_completed\": {},\n"
@@ -92,7 +94,8 @@ std::string summary_json(const StudyResults& r) {
       "  }}\n"
       "}}\n",
       json_string(PRISMSIM_VERSION), json_string(s.name), json_string(s.platform.name),
-      json_string(s.workload.name), s.parallelism.ranks(), s.parallelism.dp, s.parallelism.tp,
+      json_string(s.workload.name), s.parallelism.ranks(), r.ranks_simulated, s.parallelism.dp,
+      s.parallelism.tp,
       s.parallelism.pp, s.parallelism.cp, s.simulation.runs, completed, s.simulation.steps,
       s.simulation.seed, network, json_string(r.collectives), counters.executions,
       counters.transfers,
@@ -131,6 +134,11 @@ std::string summary_text(const StudyResults& r) {
       s.parallelism.cp > 1 ? fmt::format(" x cp {}", s.parallelism.cp) : "", s.platform.name,
       s.workload.name, completed,
       s.simulation.runs, s.simulation.steps, s.simulation.seed, r.collectives);
+  if (r.ranks_simulated < s.parallelism.ranks()) {
+    text += fmt::format("{} of {} ranks simulated: the others run exactly like the first rank of "
+                        "their tensor-parallel group\n",
+                        r.ranks_simulated, s.parallelism.ranks());
+  }
   if (d.count > 0) {
     text += fmt::format("step time: mean {}  p50 {}  p95 {}  p99 {}  max {}\n",
                         human_seconds(d.mean), human_seconds(d.p50), human_seconds(d.p95),

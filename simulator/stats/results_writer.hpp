@@ -13,13 +13,14 @@ namespace prismsim {
 struct StudyResults {
   const Scenario* scenario = nullptr;
   std::string collectives;  ///< algorithm/protocol/fidelity of the largest group's collective
+  int ranks_simulated = 0;  ///< ranks with actors; the others share a representative's timeline
   std::vector<RunRecord> runs;
   DistributionSummary step_time;  ///< over every finished step of every run
 };
 
 /// Pools every finished step of every run and summarises it.
 StudyResults gather_results(const Scenario& scenario, std::string collectives,
-                            std::vector<RunRecord> runs);
+                            int ranks_simulated, std::vector<RunRecord> runs);
 
 /// summary.json: identity of the study, SimGrid settings, step-time distribution.
 std::string summary_json(const StudyResults& results);

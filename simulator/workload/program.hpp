@@ -96,12 +96,19 @@ struct CollectiveGroup {
 /// transformer rank has its own, since its peers differ) and the GPU it runs on; the collective
 /// groups and the compute segments the programs refer to (segments are shared).
 struct Job {
-  std::vector<std::shared_ptr<const Program>> program_of_rank;
+  std::vector<std::shared_ptr<const Program>> program_of_rank;  ///< null for ranks not simulated
   std::vector<int> gpu_of_rank;
   std::vector<CollectiveGroup> groups;
   std::vector<Segment> segments;
+  /// By symmetry some ranks run exactly like another one and are not simulated:
+  /// representative[r] is the simulated rank whose timeline r shares (r itself when simulated).
+  /// Empty: every rank is simulated.
+  std::vector<int> representative;
 
   int rank_count() const { return static_cast<int>(gpu_of_rank.size()); }
+  bool simulated(int rank) const {
+    return representative.empty() || representative[static_cast<size_t>(rank)] == rank;
+  }
 };
 
 }  // namespace prismsim

@@ -482,8 +482,23 @@ Job TransformerJobBuilder::build() {
   job_.gpu_of_rank.resize(static_cast<size_t>(ranks));
   std::iota(job_.gpu_of_rank.begin(), job_.gpu_of_rank.end(), 0);
   build_groups();
+  // With analytic TP collectives, the ranks of a TP group run the same program in lockstep, and
+  // their transfers and data-parallel calls go to the same-position ranks of other groups. When
+  // no link outside the GPUs' own can limit a flow, different positions never share a
+  // constraint: every position runs exactly like position 0, so only position 0 is simulated.
+  if (s_.engine.tensor_parallel_symmetry && !network_ && p_.tp > 1 &&
+      topology_.only_gpu_links_saturate()) {
+    job_.representative.resize(static_cast<size_t>(ranks));
+    for (int rank = 0; rank < ranks; ++rank) {
+      auto c = grid_.coords(rank);
+      c[static_cast<size_t>(ParallelDim::tp)] = 0;
+      job_.representative[static_cast<size_t>(rank)] = grid_.rank(c);
+    }
+  }
   job_.program_of_rank.reserve(static_cast<size_t>(ranks));
-  for (int rank = 0; rank < ranks; ++rank) job_.program_of_rank.push_back(rank_program(rank));
+  for (int rank = 0; rank < ranks; ++rank) {
+    job_.program_of_rank.push_back(job_.simulated(rank) ? rank_program(rank) : nullptr);
+  }
   return std::move(job_);
 }
 

@@ -89,6 +89,13 @@ same "trace: closes" "]}" "$(tail -1 "$tmp/t/trace.json")"
 expect "trace run again" 0 "$prismsim" run "$tiny" --out "$tmp/t2" --trace "$tmp/t2/trace.json" \
   --trace-ranks 0,5-6 --jobs 1
 same "trace is deterministic" "" "$(cmp "$tmp/t/trace.json" "$tmp/t2/trace.json")"
+expect "trace with TP symmetry" 0 "$prismsim" run "$tiny" --out "$tmp/t5" --trace "$tmp/t5.json" \
+  --trace-ranks 0-1 --set engine.layer_collectives=analytic
+same "summary names the simulated ranks" 1 "$(grep -c '^8 of 16 ranks simulated' "$tmp/out")"
+same "trace: the represented rank is labelled" 1 \
+  "$(grep -c '"name":"rank 1 (GPU 1, as rank 0)"' "$tmp/t5.json")"
+same "trace: it has the representative's spans" \
+  "$(grep -c '"ph":"X".*"pid":0,' "$tmp/t5.json")" "$(grep -c '"ph":"X".*"pid":1,' "$tmp/t5.json")"
 expect "trace ranks out of range" 2 "$prismsim" run "$tiny" --out "$tmp/t3" --trace "$tmp/t3.json" \
   --trace-ranks 0-16
 same "trace ranks message" "prismsim: error: --trace-ranks: rank 16 does not exist (ranks 0-15)" \

@@ -257,3 +257,41 @@ TEST_CASE("every schedule and data-parallel kind runs a step to the end") {
     CHECK(times[0] > 0);
   }
 }
+
+TEST_CASE("simulating one rank per tensor-parallel group gives every step time of the full run") {
+  // Analytic TP on a non-blocking fabric: positions of a TP group never share a constraint.
+  for (const char* dp : {"ddp", "zero1", "fsdp"}) {
+    CAPTURE(dp);
+    const std::vector<std::string> common = {
+        "parallelism.gpus=16", "parallelism.tp=4", "parallelism.pp=2", "parallelism.dp=2",
+        "engine.layer_collectives=analytic", std::string("parallelism.data_parallel=") + dp};
+    auto with = [&](const char* symmetry) {
+      auto overrides = common;
+      overrides.push_back(std::string("engine.tensor_parallel_symmetry=") + symmetry);
+      overrides.push_back("simulation.steps=2");
+      return load_scenario(kTinyGpt, overrides);
+    };
+    const Scenario reduced = with("true"), full = with("false");
+    const Job job = build_transformer_job(reduced, Topology(reduced.platform));
+    REQUIRE(job.representative.size() == 16);
+    CHECK(job.representative[5] == 4);  // rank 5 = tp 1 of the group starting at rank 4
+    CHECK(job.program_of_rank[5] == nullptr);
+    const auto reduced_s = simulate(reduced), full_s = simulate(full);
+    REQUIRE(reduced_s.size() == 2);
+    REQUIRE(full_s.size() == 2);
+    CHECK(reduced_s[0] == full_s[0]);
+    CHECK(reduced_s[1] == full_s[1]);
+  }
+}
+
+TEST_CASE("tensor-parallel symmetry is not used where positions could share a link") {
+  // An oversubscribed leaf tier can limit flows of different GPUs together.
+  const Scenario s = tiny({"parallelism.gpus=16", "parallelism.tp=4", "parallelism.pp=2",
+                           "parallelism.dp=2", "engine.layer_collectives=analytic",
+                           "platform.fabric.oversubscription=[2]"});
+  CHECK(build_transformer_job(s, Topology(s.platform)).representative.empty());
+  // Nor with TP collectives in the network.
+  const Scenario network = tiny({"parallelism.gpus=16", "parallelism.tp=4", "parallelism.pp=2",
+                                 "parallelism.dp=2", "engine.layer_collectives=network"});
+  CHECK(build_transformer_job(network, Topology(network.platform)).representative.empty());
+}
