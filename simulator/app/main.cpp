@@ -15,6 +15,7 @@
 #include "app/collective_command.hpp"
 #include "config/scenario_loader.hpp"
 #include "core/diagnostics.hpp"
+#include "core/units.hpp"
 #include "montecarlo/replications.hpp"
 #include "runtime/simulation.hpp"
 #include "stats/results_writer.hpp"
@@ -33,7 +34,8 @@ constexpr int kExitBadInput = 2;
 
 const char* const kUsage =
     "usage: prismsim run SCENARIO.yaml [--out DIR] [--runs N] [--seed S] [--jobs J]\n"
-    "                    [--set PATH=VALUE]... [--trace FILE.json [--trace-ranks 0-7,64]]\n"
+    "                    [--set PATH=VALUE]... [--deadline DURATION]...\n"
+    "                    [--trace FILE.json [--trace-ranks 0-7,64]]\n"
     "       prismsim check SCENARIO.yaml [--set PATH=VALUE]...\n"
     "       prismsim collective --platform PLATFORM.yaml --op OP --gpus N [options]\n"
     "                    (nccl-tests style sweep; prismsim collective --help)\n"
@@ -45,6 +47,7 @@ struct Options {
   std::string out = "out";
   std::vector<std::string> overrides;
   int jobs = 0;
+  std::vector<std::string> deadlines;  ///< --deadline values, added to simulation.deadlines
   std::string trace;         ///< Chrome trace of run 0, or empty
   std::string trace_ranks;   ///< ranks in the trace; default: the first 8
 };
@@ -78,7 +81,16 @@ int run_check(const Options& options) {
 }
 
 int run_study(const Options& options) {
-  const Scenario scenario = load_scenario(options.scenario, options.overrides);
+  Scenario scenario = load_scenario(options.scenario, options.overrides);
+  for (const std::string& text : options.deadlines) {
+    std::string error;
+    const auto deadline = units::parse_duration(text, &error);
+    if (!deadline || *deadline <= 0) {
+      throw UsageError(fmt::format("--deadline '{}': {}", text,
+                                   error.empty() ? "must be a positive duration" : error));
+    }
+    scenario.simulation.deadlines_s.push_back(*deadline);
+  }
   const std::filesystem::path out_dir(options.out);
   std::error_code ec;
   std::filesystem::create_directories(out_dir, ec);
@@ -144,6 +156,8 @@ Options parse_command_line(int argc, char** argv, bool* handled) {
       ("jobs,j", po::value(&options.jobs), "runs simulated at once (default: CPU count)")
       ("set", po::value(&options.overrides)->composing(),
        "override a scenario value by its dotted path, e.g. --set parallelism.dp=64")
+      ("deadline", po::value(&options.deadlines)->composing(),
+       "report P(job time > DURATION), e.g. --deadline 12h (repeatable)")
       ("trace", po::value(&options.trace),
        "write a Chrome/Perfetto timeline of run 0 to this JSON file")
       ("trace-ranks", po::value(&options.trace_ranks),

@@ -193,6 +193,7 @@ struct SimulationSpec {
   int runs = 1;
   int steps = 1;
   uint64_t seed = 1;
+  std::vector<double> deadlines_s;  ///< job-time deadlines whose miss probability is reported
 };
 
 struct EngineSpec {

@@ -386,6 +386,17 @@ void read_run_settings(MapReader& r, Scenario& s) {
     assign(s.simulation.runs, m.integer("runs", false, 1, 1000000));
     assign(s.simulation.steps, m.integer("steps", false, 1, 1000000));
     assign(s.simulation.seed, m.integer("seed", false, 0, kMaxInt64));
+    if (const ConfigNode* list = m.list("deadlines", false)) {
+      for (const auto& item : list->items) {
+        if (auto d = read_quantity(item, m.path_of("deadlines"), units::parse_duration, r.diags())) {
+          if (*d > 0) {
+            s.simulation.deadlines_s.push_back(*d);
+          } else {
+            r.diags().error(item.loc, "'simulation.deadlines' must be positive durations");
+          }
+        }
+      }
+    }
     m.finish();
   }
   if (const ConfigNode* node = r.map("engine", false)) {

@@ -4,6 +4,8 @@
 #include <cassert>
 #include <cmath>
 
+#include "core/seeds.hpp"
+
 namespace prismsim {
 
 double quantile_sorted(const std::vector<double>& sorted, double q) {
@@ -35,6 +37,35 @@ DistributionSummary summarize(std::vector<double> values) {
   s.p95 = quantile_sorted(values, 0.95);
   s.p99 = quantile_sorted(values, 0.99);
   return s;
+}
+
+Interval bootstrap_quantile(const std::vector<std::vector<double>>& groups, double q, double level,
+                            int resamples, uint64_t seed) {
+  assert(!groups.empty() && resamples > 0 && level > 0 && level < 1);
+  const uint64_t n = groups.size();
+  uint64_t counter = 0;
+  // Uniform group index from a counter-based SplitMix64 stream (multiply-shift: no modulo bias
+  // worth the name for n far below 2^64).
+  auto draw = [&] {
+    const uint64_t x = splitmix64(seed + counter++);
+    __extension__ using Wide = unsigned __int128;
+    return static_cast<size_t>((static_cast<Wide>(x) * n) >> 64);
+  };
+  std::vector<double> estimates;
+  estimates.reserve(static_cast<size_t>(resamples));
+  std::vector<double> pooled;
+  for (int b = 0; b < resamples; ++b) {
+    pooled.clear();
+    for (uint64_t i = 0; i < n; ++i) {
+      const auto& group = groups[draw()];
+      pooled.insert(pooled.end(), group.begin(), group.end());
+    }
+    std::sort(pooled.begin(), pooled.end());
+    estimates.push_back(quantile_sorted(pooled, q));
+  }
+  std::sort(estimates.begin(), estimates.end());
+  const double tail = (1 - level) / 2;
+  return {quantile_sorted(estimates, tail), quantile_sorted(estimates, 1 - tail)};
 }
 
 }  // namespace prismsim

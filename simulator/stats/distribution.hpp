@@ -1,6 +1,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <vector>
 
 namespace prismsim {
@@ -24,5 +25,18 @@ double quantile_sorted(const std::vector<double>& sorted, double q);
 
 /// Summarises `values` (any order). An empty sample gives all zeros and count 0.
 DistributionSummary summarize(std::vector<double> values);
+
+/// A two-sided confidence interval.
+struct Interval {
+  double low = 0;
+  double high = 0;
+};
+
+/// Percentile-bootstrap interval at `level` (e.g. 0.95) for the q-quantile of the values of
+/// `groups` pooled together, resampling whole groups (one group per run: steps of a run are not
+/// independent) with replacement `resamples` times. Deterministic for a given `seed`. Requires a
+/// non-empty group list whose groups are non-empty.
+Interval bootstrap_quantile(const std::vector<std::vector<double>>& groups, double q, double level,
+                            int resamples, uint64_t seed);
 
 }  // namespace prismsim

@@ -1,6 +1,10 @@
 #include "stats/results_writer.hpp"
 
+#include <algorithm>
+
 #include <fmt/format.h>
+
+#include "core/seeds.hpp"
 
 #include "platform/sim_platform.hpp"
 #include "workload/transformer_model.hpp"
@@ -46,11 +50,65 @@ StudyResults gather_results(const Scenario& scenario, std::string collectives,
   results.scenario = &scenario;
   results.collectives = std::move(collectives);
   results.ranks_simulated = ranks_simulated;
-  std::vector<double> steps;
-  for (const auto& run : runs) steps.insert(steps.end(), run.step_times_s.begin(), run.step_times_s.end());
+  std::vector<double> steps, jobs;
+  std::vector<std::vector<double>> steps_by_run, job_by_run;
+  for (const auto& run : runs) {
+    steps.insert(steps.end(), run.step_times_s.begin(), run.step_times_s.end());
+    if (!run.step_times_s.empty()) steps_by_run.push_back(run.step_times_s);
+    if (static_cast<int>(run.step_times_s.size()) == scenario.simulation.steps) {
+      double job = 0;
+      for (double t : run.step_times_s) job += t;
+      jobs.push_back(job);
+      job_by_run.push_back({job});
+    }
+  }
   results.step_time = summarize(std::move(steps));
+  results.job_time = summarize(jobs);
+  // The resampling has its own seed, derived from the study's: same inputs, same intervals.
+  const uint64_t seed = splitmix64(scenario.simulation.seed ^ 0x626f6f74737472ULL);
+  for (double q : {0.50, 0.95, 0.99}) {
+    if (!steps_by_run.empty()) {
+      results.step_time_ci.push_back(
+          bootstrap_quantile(steps_by_run, q, kConfidenceLevel, kBootstrapResamples, seed));
+    }
+    if (!job_by_run.empty()) {
+      results.job_time_ci.push_back(
+          bootstrap_quantile(job_by_run, q, kConfidenceLevel, kBootstrapResamples, seed + 1));
+    }
+  }
+  for (double deadline : scenario.simulation.deadlines_s) {
+    const auto missed = std::count_if(jobs.begin(), jobs.end(), [&](double j) { return j > deadline; });
+    results.deadline_miss.push_back(
+        {deadline, jobs.empty() ? 0.0 : static_cast<double>(missed) / static_cast<double>(jobs.size())});
+  }
   results.runs = std::move(runs);
   return results;
+}
+
+/// `"name": {count, mean, ..., max[, ci: {p50, p95, p99}]}` without a trailing separator.
+std::string distribution_json(const char* name, const DistributionSummary& d,
+                              const std::vector<Interval>& ci) {
+  std::string out = fmt::format(
+      "  \"{}\": {{\n    \"count\": {},\n    \"mean\": {},\n    \"std\": {},\n"
+      "    \"min\": {},\n    \"p50\": {},\n    \"p90\": {},\n    \"p95\": {},\n"
+      "    \"p99\": {},\n    \"max\": {}",
+      name, d.count, d.mean, d.std, d.min, d.p50, d.p90, d.p95, d.p99, d.max);
+  if (ci.size() == 3) {
+    out += fmt::format(",\n    \"ci\": {{\"p50\": [{}, {}], \"p95\": [{}, {}], \"p99\": [{}, {}]}}",
+                       ci[0].low, ci[0].high, ci[1].low, ci[1].high, ci[2].low, ci[2].high);
+  }
+  return out + "\n  }";
+}
+
+/// `"deadlines": [{"deadline_s": D, "p_job_time_exceeds": P}, ...]`, or nothing.
+std::string deadlines_json(const std::vector<std::pair<double, double>>& misses) {
+  if (misses.empty()) return "";
+  std::string out = "  \"deadlines\": [";
+  for (size_t i = 0; i < misses.size(); ++i) {
+    out += fmt::format("{}{{\"deadline_s\": {}, \"p_job_time_exceeds\": {}}}", i ? ", " : "",
+                       misses[i].first, misses[i].second);
+  }
+  return out + "]\n";
 }
 
 std::string summary_json(const StudyResults& r) {
@@ -81,17 +139,10 @@ std::string summary_json(const StudyResults& r) {
       "  \"collectives\": {},\n"
       "  \"events_per_run\": {{\"executions\": {}, \"transfers\": {}}},\n"
       "{}"
-      "  \"step_time_s\": {{\n"
-      "    \"count\": {},\n"
-      "    \"mean\": {},\n"
-      "    \"std\": {},\n"
-      "    \"min\": {},\n"
-      "    \"p50\": {},\n"
-      "    \"p90\": {},\n"
-      "    \"p95\": {},\n"
-      "    \"p99\": {},\n"
-      "    \"max\": {}\n"
-      "  }}\n"
+      "{},\n"
+      "{}"
+      "{}"
+      "{}"
       "}}\n",
       json_string(PRISMSIM_VERSION), json_string(s.name), json_string(s.platform.name),
       json_string(s.workload.name), s.parallelism.ranks(), r.ranks_simulated, s.parallelism.dp,
@@ -102,8 +153,12 @@ std::string summary_json(const StudyResults& r) {
       d.count > 0 && s.workload.kind == WorkloadKind::transformer
           ? fmt::format("  \"model_flops_utilization\": {},\n", model_flops_utilization(s, d.mean))
           : "",
-      d.count, d.mean, d.std, d.min, d.p50, d.p90, d.p95,
-      d.p99, d.max);
+      distribution_json("step_time_s", d, r.step_time_ci),
+      distribution_json("job_time_s", r.job_time, r.job_time_ci) + ",\n",
+      fmt::format("  \"confidence_intervals\": {{\"level\": {}, \"method\": "
+                  "\"percentile bootstrap over runs\", \"resamples\": {}}}{}\n",
+                  kConfidenceLevel, kBootstrapResamples, r.deadline_miss.empty() ? "" : ","),
+      deadlines_json(r.deadline_miss));
 }
 
 std::string runs_csv(const StudyResults& r) {
@@ -147,6 +202,16 @@ std::string summary_text(const StudyResults& r) {
       text += fmt::format("model flops utilisation at the mean step: {:.1f}%\n",
                           100 * model_flops_utilization(s, d.mean));
     }
+  }
+  const auto& j = r.job_time;
+  if (j.count > 0) {
+    text += fmt::format("job time ({} steps): mean {}  p50 {}  p95 {}  p99 {}  max {}\n",
+                        s.simulation.steps, human_seconds(j.mean), human_seconds(j.p50),
+                        human_seconds(j.p95), human_seconds(j.p99), human_seconds(j.max));
+  }
+  for (const auto& [deadline, missed] : r.deadline_miss) {
+    text += fmt::format("P(job time > {}) = {:.4g} over {} runs\n", human_seconds(deadline),
+                        missed, j.count);
   }
   return text;
 }

@@ -16,7 +16,17 @@ struct StudyResults {
   int ranks_simulated = 0;  ///< ranks with actors; the others share a representative's timeline
   std::vector<RunRecord> runs;
   DistributionSummary step_time;  ///< over every finished step of every run
+  DistributionSummary job_time;   ///< sum of the steps of each run that finished them all
+  /// 95% percentile-bootstrap intervals over runs of p50, p95 and p99 (steps, then jobs); empty
+  /// without a finished step.
+  std::vector<Interval> step_time_ci, job_time_ci;
+  /// Per scenario deadline: the fraction of finished runs whose job time exceeds it.
+  std::vector<std::pair<double, double>> deadline_miss;
 };
+
+/// Confidence level and resamples of the intervals in StudyResults.
+constexpr double kConfidenceLevel = 0.95;
+constexpr int kBootstrapResamples = 1000;
 
 /// Pools every finished step of every run and summarises it.
 StudyResults gather_results(const Scenario& scenario, std::string collectives,

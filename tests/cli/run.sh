@@ -59,6 +59,15 @@ same "header" "run,seed,step,step_time_s" "$(head -1 "$tmp/a/runs.csv")"
 same "seed recorded" 1 "$(grep -c '"seed": 7,' "$tmp/a/summary.json")"
 same "network model recorded" 1 "$(grep -c '"network/model": "CM02"' "$tmp/a/summary.json")"
 
+# Job time over the steps of each run, its confidence intervals, deadlines from the scenario and
+# the command line.
+expect "deadlines" 0 "$prismsim" run "$example" --out "$tmp/d" --runs 2 --set simulation.steps=2 \
+  --set 'simulation.deadlines=[1h]' --deadline 100ms --jobs 2
+same "job time counts finished runs" 1 "$(grep -A1 '"job_time_s"' "$tmp/d/summary.json" | grep -c '"count": 2,')"
+same "deadlines in summary" 1 "$(grep -c '"deadlines": \[{"deadline_s": 3600, "p_job_time_exceeds": 0}, {"deadline_s": 0.1, "p_job_time_exceeds": 1}\]' "$tmp/d/summary.json")"
+same "deadline in text" 1 "$(grep -c '^P(job time > 100 ms) = 1 over 2 runs' "$tmp/out")"
+expect "bad deadline" 2 "$prismsim" run "$example" --out "$tmp/d2" --deadline soon
+
 # A slower NIC makes the step slower than the bundled 400 Gb/s one.
 expect "default run" 0 "$prismsim" run "$example" --out "$tmp/b" --runs 3 --seed 7 \
   --set simulation.steps=2 --jobs 3

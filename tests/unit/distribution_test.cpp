@@ -1,5 +1,6 @@
 #include <doctest/doctest.h>
 
+#include "core/seeds.hpp"
 #include "stats/distribution.hpp"
 
 using namespace prismsim;
@@ -23,4 +24,39 @@ TEST_CASE("a summary gives mean sample deviation and percentiles of any order") 
   CHECK(s.p99 == doctest::Approx(3.97));
   CHECK(summarize({}).count == 0);
   CHECK(summarize({7}).std == 0.0);
+}
+
+TEST_CASE("bootstrap intervals cover the population quantile at about their level") {
+  // Runs of one value each from Uniform(0, 1): the median's 95% interval from 400 runs should
+  // contain 0.5 in about 95% of independent experiments, and be about 2 x 1.96 x 0.5/sqrt(400)
+  // = 0.098 wide (the median's asymptotic standard error is 1/(2 sqrt(n)) for this density).
+  int covered = 0;
+  double width = 0;
+  const int experiments = 200;
+  for (int e = 0; e < experiments; ++e) {
+    std::vector<std::vector<double>> runs;
+    for (int i = 0; i < 400; ++i) {
+      runs.push_back({static_cast<double>(splitmix64(1000003ULL * e + i) >> 11) * 0x1.0p-53});
+    }
+    const Interval ci = bootstrap_quantile(runs, 0.5, 0.95, 400, 99 + e);
+    covered += ci.low <= 0.5 && 0.5 <= ci.high;
+    width += (ci.high - ci.low) / experiments;
+  }
+  CHECK(covered >= 180);  // 95% of 200 = 190; binomial sd about 3
+  CHECK(covered <= 198);
+  CHECK(width == doctest::Approx(0.098).epsilon(0.15));
+}
+
+TEST_CASE("bootstrap intervals are deterministic and degenerate for identical runs") {
+  const std::vector<std::vector<double>> runs = {{1, 2}, {3, 4}, {5, 6}, {7, 8}};
+  const Interval a = bootstrap_quantile(runs, 0.95, 0.9, 200, 7);
+  const Interval b = bootstrap_quantile(runs, 0.95, 0.9, 200, 7);
+  CHECK(a.low == b.low);
+  CHECK(a.high == b.high);
+  CHECK(a.low <= a.high);
+  CHECK(a.low >= 2.0);  // the 95th percentile of any resample of these runs is at least 2
+  CHECK(a.high <= 8.0);
+  const Interval same = bootstrap_quantile({{5.0}, {5.0}, {5.0}}, 0.5, 0.95, 50, 1);
+  CHECK(same.low == 5.0);
+  CHECK(same.high == 5.0);
 }
