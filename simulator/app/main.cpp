@@ -31,6 +31,7 @@ namespace {
 constexpr int kExitOk = 0;
 constexpr int kExitRunFailed = 1;
 constexpr int kExitBadInput = 2;
+constexpr int kExitInterrupted = 130;  // 128 + SIGINT, as shells report it
 
 const char* const kUsage =
     "usage: prismsim run SCENARIO.yaml [--out DIR] [--runs N] [--seed S] [--jobs J]\n"
@@ -122,8 +123,9 @@ int run_study(const Options& options) {
   const int jobs = options.jobs > 0
                        ? options.jobs
                        : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  bool interrupted = false;
   auto runs = run_replications(simulation, scenario.simulation.runs, scenario.simulation.seed,
-                               scenario.simulation.steps, jobs);
+                               scenario.simulation.steps, jobs, &interrupted);
   const StudyResults results = gather_results(scenario, simulation.collective_summary(),
                                               simulation.simulated_ranks(), std::move(runs));
 
@@ -132,6 +134,14 @@ int run_study(const Options& options) {
   std::cout << summary_text(results)
             << fmt::format("wrote {}, {}\n", (out_dir / "summary.json").string(),
                            (out_dir / "runs.csv").string());
+  if (interrupted) {
+    int finished = 0;
+    for (const auto& run : results.runs) finished += run.ok;
+    std::cerr << fmt::format("prismsim: interrupted: {} of {} runs finished; the outputs hold "
+                             "them and the steps of the runs cut short\n",
+                             finished, scenario.simulation.runs);
+    return kExitInterrupted;
+  }
   int status = kExitOk;
   for (const auto& run : results.runs) {
     if (!run.ok) {

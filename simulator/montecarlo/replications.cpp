@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <deque>
@@ -18,6 +19,18 @@ namespace {
 
 /// Message kinds a child writes to its pipe, each followed by its payload.
 enum : uint8_t { kStep = 1, kCounters = 2 };
+
+/// Set by SIGINT (Ctrl-C) while replications run: stop, keep what finished. The handler ends the
+/// running children (kill is async-signal-safe); the parent then reads what they streamed.
+volatile std::sig_atomic_t interrupt_requested = 0;
+constexpr size_t kMaxChildren = 1024;  // --jobs is at most 1024
+volatile std::sig_atomic_t child_pids[kMaxChildren] = {};
+void on_interrupt(int) {
+  interrupt_requested = 1;
+  for (size_t i = 0; i < kMaxChildren; ++i) {
+    if (child_pids[i] > 0) ::kill(static_cast<pid_t>(child_pids[i]), SIGKILL);
+  }
+}
 
 bool write_all(int fd, const void* data, size_t size) {
   const auto* bytes = static_cast<const char*>(data);
@@ -74,6 +87,7 @@ struct Child {
   int run = 0;
   pid_t pid = -1;
   int fd = -1;
+  size_t slot = 0;  ///< in child_pids
 };
 
 void collect(const Child& child, RunRecord& record, int steps) {
@@ -107,13 +121,25 @@ void collect(const Child& child, RunRecord& record, int steps) {
 }  // namespace
 
 std::vector<RunRecord> run_replications(Simulation& simulation, int runs, uint64_t base_seed,
-                                        int steps, int jobs) {
+                                        int steps, int jobs, bool* interrupted) {
   std::vector<RunRecord> records(static_cast<size_t>(runs));
+  for (int run = 0; run < runs; ++run) {
+    records[static_cast<size_t>(run)].run = run;
+    records[static_cast<size_t>(run)].error = fmt::format("run {} was not started (interrupted)", run);
+  }
   std::deque<Child> running;
   std::fflush(stdout);
   std::fflush(stderr);
+  // Ctrl-C stops launching runs and ends the running ones; what finished is kept.
+  interrupt_requested = 0;
+  struct sigaction action {}, previous {};
+  action.sa_handler = on_interrupt;
+  sigemptyset(&action.sa_mask);
+  ::sigaction(SIGINT, &action, &previous);
   for (int run = 0; run < runs || !running.empty();) {
+    if (interrupt_requested && run < runs) runs = run;  // launch no more
     if (run < runs && static_cast<int>(running.size()) < jobs) {
+      records[static_cast<size_t>(run)].error.clear();
       records[static_cast<size_t>(run)].run = run;
       records[static_cast<size_t>(run)].seed = run_seed(base_seed, static_cast<uint64_t>(run));
       int fds[2];
@@ -121,12 +147,17 @@ std::vector<RunRecord> run_replications(Simulation& simulation, int runs, uint64
       const pid_t pid = ::fork();
       if (pid < 0) throw std::runtime_error(std::string("fork: ") + std::strerror(errno));
       if (pid == 0) {
+        ::signal(SIGINT, SIG_DFL);  // Ctrl-C ends a child at once
         ::close(fds[0]);
         for (const Child& other : running) ::close(other.fd);
         child_main(simulation, run, fds[1], steps);
       }
       ::close(fds[1]);
-      running.push_back({run, pid, fds[0]});
+      size_t slot = 0;
+      while (child_pids[slot] != 0) ++slot;
+      child_pids[slot] = pid;
+      if (interrupt_requested) ::kill(pid, SIGKILL);  // the signal came while forking
+      running.push_back({run, pid, fds[0], slot});
       ++run;
       continue;
     }
@@ -134,7 +165,10 @@ std::vector<RunRecord> run_replications(Simulation& simulation, int runs, uint64
     const Child child = running.front();
     running.pop_front();
     collect(child, records[static_cast<size_t>(child.run)], steps);
+    child_pids[child.slot] = 0;
   }
+  ::sigaction(SIGINT, &previous, nullptr);
+  if (interrupted != nullptr) *interrupted = interrupt_requested != 0;
   return records;
 }
 

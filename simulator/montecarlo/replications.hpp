@@ -21,7 +21,9 @@ struct RunRecord {
 /// Runs `runs` replications of a built simulation, each in a child process forked from this one
 /// (SimGrid runs once per process; fork after building shares the platform copy-on-write), at most
 /// `jobs` at a time. Results come back in run order whatever the completion order.
+/// SIGINT (Ctrl-C) stops it: no new run starts, running ones are ended with the steps they
+/// streamed, runs never started keep an empty record; `*interrupted` then says so.
 std::vector<RunRecord> run_replications(Simulation& simulation, int runs, uint64_t base_seed,
-                                        int steps, int jobs);
+                                        int steps, int jobs, bool* interrupted = nullptr);
 
 }  // namespace prismsim

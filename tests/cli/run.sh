@@ -68,6 +68,17 @@ same "deadlines in summary" 1 "$(grep -c '"deadlines": \[{"deadline_s": 3600, "p
 same "deadline in text" 1 "$(grep -c '^P(job time > 100 ms) = 1 over 2 runs' "$tmp/out")"
 expect "bad deadline" 2 "$prismsim" run "$example" --out "$tmp/d2" --deadline soon
 
+# Ctrl-C: exit 130, the outputs hold the runs that finished.
+"$prismsim" run "$example" --out "$tmp/int" --runs 1000 --jobs 2 >"$tmp/out" 2>"$tmp/err" &
+pid=$!
+sleep 2
+kill -INT "$pid"
+wait "$pid"
+same "interrupted exit code" 130 "$?"
+same "interrupted message" 1 "$(grep -c '^prismsim: interrupted: [0-9]* of 1000 runs finished' "$tmp/err")"
+completed=$(sed -n 's/.*"runs_completed": \([0-9]*\),.*/\1/p' "$tmp/int/summary.json")
+same "some runs finished, not all" 1 "$(awk -v c="$completed" 'BEGIN { print (c >= 1 && c < 1000) }')"
+
 # A slower NIC makes the step slower than the bundled 400 Gb/s one.
 expect "default run" 0 "$prismsim" run "$example" --out "$tmp/b" --runs 3 --seed 7 \
   --set simulation.steps=2 --jobs 3
