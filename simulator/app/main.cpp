@@ -1,5 +1,6 @@
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -51,6 +52,40 @@ struct Options {
   std::vector<std::string> deadlines;  ///< --deadline values, added to simulation.deadlines
   std::string trace;         ///< Chrome trace of run 0, or empty
   std::string trace_ranks;   ///< ranks in the trace; default: the first 8
+};
+
+/// Runs done, rate and time left on one stderr line, redrawn at most every 0.2 s; silent when
+/// stderr is not a terminal (logs and pipes get no control characters).
+class ProgressBar {
+ public:
+  ProgressBar() : enabled_(::isatty(STDERR_FILENO) != 0), start_(Clock::now()) {}
+
+  void update(int done, int total) {
+    if (!enabled_) return;
+    const auto now = Clock::now();
+    if (done < total && now - last_ < std::chrono::milliseconds(200)) return;
+    last_ = now;
+    const double elapsed = std::chrono::duration<double>(now - start_).count();
+    const double rate = elapsed > 0 ? done / elapsed : 0;
+    constexpr int kWidth = 30;
+    const int filled = total > 0 ? kWidth * done / total : kWidth;
+    const double left = rate > 0 ? (total - done) / rate : 0;
+    std::fprintf(stderr, "\r[%s%s] %d/%d runs, %.2f runs/s, %.0f s left ",
+                 std::string(static_cast<size_t>(filled), '#').c_str(),
+                 std::string(static_cast<size_t>(kWidth - filled), ' ').c_str(), done, total, rate,
+                 left);
+    drawn_ = true;
+  }
+  void finish() {
+    if (drawn_) std::fprintf(stderr, "\n");
+    drawn_ = false;
+  }
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  bool enabled_;
+  bool drawn_ = false;
+  Clock::time_point start_, last_{};
 };
 
 void write_file(const std::filesystem::path& path, const std::string& text) {
@@ -124,8 +159,11 @@ int run_study(const Options& options) {
                        ? options.jobs
                        : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   bool interrupted = false;
+  ProgressBar progress;
   auto runs = run_replications(simulation, scenario.simulation.runs, scenario.simulation.seed,
-                               scenario.simulation.steps, jobs, &interrupted);
+                               scenario.simulation.steps, jobs, &interrupted,
+                               [&](int done, int total) { progress.update(done, total); });
+  progress.finish();
   const StudyResults results = gather_results(scenario, simulation.collective_summary(),
                                               simulation.simulated_ranks(), std::move(runs));
 

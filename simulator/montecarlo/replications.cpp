@@ -121,7 +121,9 @@ void collect(const Child& child, RunRecord& record, int steps) {
 }  // namespace
 
 std::vector<RunRecord> run_replications(Simulation& simulation, int runs, uint64_t base_seed,
-                                        int steps, int jobs, bool* interrupted) {
+                                        int steps, int jobs, bool* interrupted,
+                                        const std::function<void(int, int)>& on_run_done) {
+  int done = 0;
   std::vector<RunRecord> records(static_cast<size_t>(runs));
   for (int run = 0; run < runs; ++run) {
     records[static_cast<size_t>(run)].run = run;
@@ -166,6 +168,7 @@ std::vector<RunRecord> run_replications(Simulation& simulation, int runs, uint64
     running.pop_front();
     collect(child, records[static_cast<size_t>(child.run)], steps);
     child_pids[child.slot] = 0;
+    if (on_run_done) on_run_done(++done, runs);
   }
   ::sigaction(SIGINT, &previous, nullptr);
   if (interrupted != nullptr) *interrupted = interrupt_requested != 0;

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -23,7 +24,9 @@ struct RunRecord {
 /// `jobs` at a time. Results come back in run order whatever the completion order.
 /// SIGINT (Ctrl-C) stops it: no new run starts, running ones are ended with the steps they
 /// streamed, runs never started keep an empty record; `*interrupted` then says so.
-std::vector<RunRecord> run_replications(Simulation& simulation, int runs, uint64_t base_seed,
-                                        int steps, int jobs, bool* interrupted = nullptr);
+/// `on_run_done(done, runs)` is called after each run is gathered.
+std::vector<RunRecord> run_replications(
+    Simulation& simulation, int runs, uint64_t base_seed, int steps, int jobs,
+    bool* interrupted = nullptr, const std::function<void(int, int)>& on_run_done = {});
 
 }  // namespace prismsim

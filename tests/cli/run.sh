@@ -55,6 +55,7 @@ done
 expect "overridden run" 0 "$prismsim" run "$example" --out "$tmp/a" --runs 3 --seed 7 \
   --set simulation.steps=2 --set platform.node.nic.bandwidth=200Gbps --jobs 1
 same "rows: runs x steps + header" 7 "$(wc -l <"$tmp/a/runs.csv")"
+same "no progress bar when stderr is not a terminal" "" "$(cat "$tmp/err")"
 same "header" "run,seed,step,step_time_s" "$(head -1 "$tmp/a/runs.csv")"
 same "seed recorded" 1 "$(grep -c '"seed": 7,' "$tmp/a/summary.json")"
 same "network model recorded" 1 "$(grep -c '"network/model": "CM02"' "$tmp/a/summary.json")"
