@@ -19,6 +19,7 @@
 #include "core/units.hpp"
 #include "montecarlo/replications.hpp"
 #include "runtime/simulation.hpp"
+#include "stats/measured_samples.hpp"
 #include "stats/results_writer.hpp"
 #include "workload/job_builder.hpp"
 #include "workload/memory_estimate.hpp"
@@ -36,7 +37,7 @@ constexpr int kExitInterrupted = 130;  // 128 + SIGINT, as shells report it
 
 const char* const kUsage =
     "usage: prismsim run SCENARIO.yaml [--out DIR] [--runs N] [--seed S] [--jobs J]\n"
-    "                    [--set PATH=VALUE]... [--deadline DURATION]...\n"
+    "                    [--set PATH=VALUE]... [--deadline DURATION]... [--compare-to FILE]\n"
     "                    [--trace FILE.json [--trace-ranks 0-7,64]]\n"
     "       prismsim check SCENARIO.yaml [--set PATH=VALUE]...\n"
     "       prismsim collective --platform PLATFORM.yaml --op OP --gpus N [options]\n"
@@ -50,6 +51,7 @@ struct Options {
   std::vector<std::string> overrides;
   int jobs = 0;
   std::vector<std::string> deadlines;  ///< --deadline values, added to simulation.deadlines
+  std::string compare_to;    ///< measured step times to compare with, or empty
   std::string trace;         ///< Chrome trace of run 0, or empty
   std::string trace_ranks;   ///< ranks in the trace; default: the first 8
 };
@@ -127,6 +129,9 @@ int run_study(const Options& options) {
     }
     scenario.simulation.deadlines_s.push_back(*deadline);
   }
+  // Read before simulating: a bad file is bad input, found at once.
+  const std::vector<double> measured =
+      options.compare_to.empty() ? std::vector<double>{} : read_measured_samples(options.compare_to);
   const std::filesystem::path out_dir(options.out);
   std::error_code ec;
   std::filesystem::create_directories(out_dir, ec);
@@ -164,8 +169,9 @@ int run_study(const Options& options) {
                                scenario.simulation.steps, jobs, &interrupted,
                                [&](int done, int total) { progress.update(done, total); });
   progress.finish();
-  const StudyResults results = gather_results(scenario, simulation.collective_summary(),
+  StudyResults results = gather_results(scenario, simulation.collective_summary(),
                                               simulation.simulated_ranks(), std::move(runs));
+  if (!measured.empty()) compare_to_measured(results, options.compare_to, measured);
 
   write_file(out_dir / "summary.json", summary_json(results));
   write_file(out_dir / "runs.csv", runs_csv(results));
@@ -204,6 +210,9 @@ Options parse_command_line(int argc, char** argv, bool* handled) {
       ("jobs,j", po::value(&options.jobs), "runs simulated at once (default: CPU count)")
       ("set", po::value(&options.overrides)->composing(),
        "override a scenario value by its dotted path, e.g. --set parallelism.dp=64")
+      ("compare-to", po::value(&options.compare_to),
+       "measured step times (one per line, or a CSV step_time_s column): KS distance and "
+       "percentile errors")
       ("deadline", po::value(&options.deadlines)->composing(),
        "report P(job time > DURATION), e.g. --deadline 12h (repeatable)")
       ("trace", po::value(&options.trace),

@@ -39,6 +39,23 @@ DistributionSummary summarize(std::vector<double> values) {
   return s;
 }
 
+double ks_distance(std::vector<double> a, std::vector<double> b) {
+  assert(!a.empty() && !b.empty());
+  std::sort(a.begin(), a.end());
+  std::sort(b.begin(), b.end());
+  const double na = static_cast<double>(a.size()), nb = static_cast<double>(b.size());
+  size_t i = 0, j = 0;
+  double distance = 0;
+  // Walk the merged values; at each distinct value both CDFs include every value up to it.
+  while (i < a.size() || j < b.size()) {
+    const double x = j == b.size() || (i < a.size() && a[i] <= b[j]) ? a[i] : b[j];
+    while (i < a.size() && a[i] == x) ++i;
+    while (j < b.size() && b[j] == x) ++j;
+    distance = std::max(distance, std::abs(static_cast<double>(i) / na - static_cast<double>(j) / nb));
+  }
+  return distance;
+}
+
 Interval bootstrap_quantile(const std::vector<std::vector<double>>& groups, double q, double level,
                             int resamples, uint64_t seed) {
   assert(!groups.empty() && resamples > 0 && level > 0 && level < 1);

@@ -26,6 +26,10 @@ double quantile_sorted(const std::vector<double>& sorted, double q);
 /// Summarises `values` (any order). An empty sample gives all zeros and count 0.
 DistributionSummary summarize(std::vector<double> values);
 
+/// Two-sample Kolmogorov-Smirnov distance: the largest gap between the empirical CDFs of `a` and
+/// `b` (any order, both non-empty), in [0, 1].
+double ks_distance(std::vector<double> a, std::vector<double> b);
+
 /// A two-sided confidence interval.
 struct Interval {
   double low = 0;

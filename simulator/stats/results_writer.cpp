@@ -111,6 +111,29 @@ std::string deadlines_json(const std::vector<std::pair<double, double>>& misses)
   return out + "]\n";
 }
 
+void compare_to_measured(StudyResults& results, const std::string& file,
+                         const std::vector<double>& measured) {
+  std::vector<double> simulated;
+  for (const auto& run : results.runs) {
+    simulated.insert(simulated.end(), run.step_times_s.begin(), run.step_times_s.end());
+  }
+  if (simulated.empty()) return;
+  const DistributionSummary m = summarize(measured);
+  const DistributionSummary& s = results.step_time;
+  results.comparison = StudyResults::Comparison{
+      file, measured.size(), ks_distance(simulated, measured), s.p50 / m.p50 - 1,
+      s.p95 / m.p95 - 1, s.p99 / m.p99 - 1};
+}
+
+/// `"comparison": {...},` for --compare-to, or nothing.
+std::string comparison_json(const std::optional<StudyResults::Comparison>& c) {
+  if (!c) return "";
+  return fmt::format("  \"comparison\": {{\"file\": {}, \"measured\": {}, \"ks_distance\": {}, "
+                     "\"p50_error\": {}, \"p95_error\": {}, \"p99_error\": {}}},\n",
+                     json_string(c->file), c->measured, c->ks_distance, c->p50_error, c->p95_error,
+                     c->p99_error);
+}
+
 std::string summary_json(const StudyResults& r) {
   const Scenario& s = *r.scenario;
   int completed = 0;
@@ -154,7 +177,8 @@ std::string summary_json(const StudyResults& r) {
           ? fmt::format("  \"model_flops_utilization\": {},\n", model_flops_utilization(s, d.mean))
           : "",
       distribution_json("step_time_s", d, r.step_time_ci),
-      distribution_json("job_time_s", r.job_time, r.job_time_ci) + ",\n",
+      distribution_json("job_time_s", r.job_time, r.job_time_ci) + ",\n" +
+          comparison_json(r.comparison),
       fmt::format("  \"confidence_intervals\": {{\"level\": {}, \"method\": "
                   "\"percentile bootstrap over runs\", \"resamples\": {}}}{}\n",
                   kConfidenceLevel, kBootstrapResamples, r.deadline_miss.empty() ? "" : ","),
@@ -208,6 +232,13 @@ std::string summary_text(const StudyResults& r) {
     text += fmt::format("job time ({} steps): mean {}  p50 {}  p95 {}  p99 {}  max {}\n",
                         s.simulation.steps, human_seconds(j.mean), human_seconds(j.p50),
                         human_seconds(j.p95), human_seconds(j.p99), human_seconds(j.max));
+  }
+  if (r.comparison) {
+    const auto& c = *r.comparison;
+    text += fmt::format("against {} ({} measured steps): KS distance {:.3f}, p50 {:+.1f}%, "
+                        "p95 {:+.1f}%, p99 {:+.1f}%\n",
+                        c.file, c.measured, c.ks_distance, 100 * c.p50_error, 100 * c.p95_error,
+                        100 * c.p99_error);
   }
   for (const auto& [deadline, missed] : r.deadline_miss) {
     text += fmt::format("P(job time > {}) = {:.4g} over {} runs\n", human_seconds(deadline),

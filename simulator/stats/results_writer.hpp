@@ -1,5 +1,6 @@
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -22,7 +23,19 @@ struct StudyResults {
   std::vector<Interval> step_time_ci, job_time_ci;
   /// Per scenario deadline: the fraction of finished runs whose job time exceeds it.
   std::vector<std::pair<double, double>> deadline_miss;
+  /// Simulated step times against measured ones (--compare-to), when given.
+  struct Comparison {
+    std::string file;
+    size_t measured = 0;
+    double ks_distance = 0;
+    double p50_error = 0, p95_error = 0, p99_error = 0;  ///< simulated / measured - 1
+  };
+  std::optional<Comparison> comparison;
 };
+
+/// Compares the simulated step times of `results` with `measured` ones read from `file`.
+void compare_to_measured(StudyResults& results, const std::string& file,
+                         const std::vector<double>& measured);
 
 /// Confidence level and resamples of the intervals in StudyResults.
 constexpr double kConfidenceLevel = 0.95;

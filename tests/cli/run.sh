@@ -69,6 +69,17 @@ same "deadlines in summary" 1 "$(grep -c '"deadlines": \[{"deadline_s": 3600, "p
 same "deadline in text" 1 "$(grep -c '^P(job time > 100 ms) = 1 over 2 runs' "$tmp/out")"
 expect "bad deadline" 2 "$prismsim" run "$example" --out "$tmp/d2" --deadline soon
 
+# --compare-to: KS distance and percentile errors against measured step times.
+printf 'run,step_time_s\n0,0.40\n1,0.42\n2,0.45\n' >"$tmp/measured.csv"
+expect "compare to measured" 0 "$prismsim" run "$example" --out "$tmp/cmp" --runs 2 \
+  --compare-to "$tmp/measured.csv"
+# Every simulated step takes 0.41924 s: the CDFs differ most just above it, 1 - 1/3.
+same "KS distance" 1 "$(grep -c '"measured": 3, "ks_distance": 0.6666666666666667' "$tmp/cmp/summary.json")"
+printf '0.4\n-1\n' >"$tmp/bad-measured.txt"
+expect "bad measured file" 2 "$prismsim" run "$example" --out "$tmp/cmp2" --compare-to "$tmp/bad-measured.txt"
+same "bad measured message" "$tmp/bad-measured.txt:2:1: error: expected a positive step time in seconds, got '-1'" \
+  "$(head -1 "$tmp/err")"
+
 # Ctrl-C: exit 130, the outputs hold the runs that finished.
 "$prismsim" run "$example" --out "$tmp/int" --runs 1000 --jobs 2 >"$tmp/out" 2>"$tmp/err" &
 pid=$!

@@ -60,3 +60,14 @@ TEST_CASE("bootstrap intervals are deterministic and degenerate for identical ru
   CHECK(same.low == 5.0);
   CHECK(same.high == 5.0);
 }
+
+TEST_CASE("the KS distance of a sample to itself is 0 and to a shifted copy as computed by hand") {
+  const std::vector<double> a = {1, 2, 3, 4, 5};
+  CHECK(ks_distance(a, a) == 0.0);
+  CHECK(ks_distance(a, {5, 4, 3, 2, 1}) == 0.0);
+  // Shifted by 2.5: at x = 3, F_a = 3/5 and F_b = 0; at x = 5, F_a = 1 and F_b = 2/5: 3/5.
+  CHECK(ks_distance(a, {3.5, 4.5, 5.5, 6.5, 7.5}) == doctest::Approx(0.6));
+  // Disjoint samples are at distance 1; ties count on both sides.
+  CHECK(ks_distance({1, 2}, {3, 4}) == 1.0);
+  CHECK(ks_distance({1, 1, 2}, {1, 2, 2}) == doctest::Approx(1.0 / 3));
+}
