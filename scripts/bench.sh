@@ -40,12 +40,12 @@ for scenario in llama3-70b-h100 llama3-405b-h100; do
   /usr/bin/time -f "%e s wall, %M KiB peak" taskset -c 0 "$bin/prismsim" run \
     "workloads/scenarios/$scenario.yaml" --out "$out" --runs 1 --jobs 1 2>"$out/time" >"$out/text"
   events=$(grep -o '"executions": [0-9]*, "transfers": [0-9]*' "$out/summary.json")
-  echo "$scenario: $(tail -1 "$out/time"); simulated $(grep -o 'mean [0-9.]* [a-z]*' "$out/text"); $events"
+  echo "$scenario: $(tail -1 "$out/time"); simulated $(grep -o 'step time: mean [0-9.]* [a-z]*' "$out/text" | head -1); $events"
 done
 /usr/bin/time -f "%e s wall, %M KiB peak" taskset -c 0 "$bin/prismsim" run \
   workloads/scenarios/llama3-70b-h100.yaml --out "$out" --runs 1 --jobs 1 \
   --set engine.tensor_parallel_symmetry=false 2>"$out/time" >"$out/text"
-echo "llama3-70b-h100, every rank simulated: $(tail -1 "$out/time"); simulated $(grep -o 'mean [0-9.]* [a-z]*' "$out/text")"
+echo "llama3-70b-h100, every rank simulated: $(tail -1 "$out/time"); simulated $(grep -o 'step time: mean [0-9.]* [a-z]*' "$out/text" | head -1)"
 
 echo "== collectives (prismsim collective, whole command)"
 big=(--set platform.fabric.levels=3 --set "platform.fabric.oversubscription=[1,1]"
