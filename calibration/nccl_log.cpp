@@ -10,22 +10,10 @@
 #include <fmt/format.h>
 
 #include "core/diagnostics.hpp"
+#include "core/text.hpp"
 
 namespace prismsim {
 namespace {
-
-std::vector<std::string> split(const std::string& line, char separator) {
-  std::vector<std::string> fields;
-  if (separator == ' ') {
-    std::istringstream in(line);
-    for (std::string field; in >> field;) fields.push_back(field);
-    return fields;
-  }
-  std::string field;
-  std::istringstream in(line);
-  while (std::getline(in, field, separator)) fields.push_back(field);
-  return fields;
-}
 
 /// Drops an MPI launcher's tag ("[1,0]<stdout>:") from the start of a line.
 std::string strip_mpi_tag(const std::string& line) {
@@ -34,11 +22,11 @@ std::string strip_mpi_tag(const std::string& line) {
   return tag_end == std::string::npos ? line : line.substr(tag_end + 2);
 }
 
-bool parse_number(const std::string& text, double* value) {
-  char* end = nullptr;
-  errno = 0;
-  *value = std::strtod(text.c_str(), &end);
-  return end != text.c_str() && *end == '\0' && errno == 0;
+/// `text` as a number into `value`, if it is one.
+bool read_number(const std::string& text, double* value) {
+  const auto number = parse_number(text);
+  if (number) *value = *number;
+  return number.has_value();
 }
 
 std::ifstream open_or_throw(const std::string& path, const std::shared_ptr<const std::string>& file) {
@@ -64,7 +52,7 @@ NcclLog read_nccl_log(const std::string& path) {
   std::string raw;
   for (int line_no = 1; std::getline(in, raw); ++line_no) {
     const std::string line = strip_mpi_tag(raw);
-    const auto fields = split(line, ' ');
+    const auto fields = split_fields(line, ' ');
     if (fields.empty()) continue;
     if (fields[0] == "#") {
       if (fields.size() > 2 && fields[1] == "Rank") {
@@ -86,9 +74,9 @@ NcclLog read_nccl_log(const std::string& path) {
     if (fields[0][0] == '#') continue;
     const int column = static_cast<int>(line.find(fields[0]) + 1 + (raw.size() - line.size()));
     NcclMeasurement m;
-    if (static_cast<int>(fields.size()) < time_column + 3 || !parse_number(fields[0], &m.bytes) ||
-        !parse_number(fields[static_cast<size_t>(time_column)], &m.time_s) ||
-        !parse_number(fields[static_cast<size_t>(time_column) + 2], &m.busbw_GBps) ||
+    if (static_cast<int>(fields.size()) < time_column + 3 || !read_number(fields[0], &m.bytes) ||
+        !read_number(fields[static_cast<size_t>(time_column)], &m.time_s) ||
+        !read_number(fields[static_cast<size_t>(time_column) + 2], &m.busbw_GBps) ||
         m.bytes <= 0 || m.time_s <= 0) {
       diags.error(SourceLoc{file, line_no, column},
                   "expected an nccl-tests row: size count type redop time algbw busbw ... with "
@@ -119,10 +107,10 @@ NcclLog read_vtrain_allreduce_csv(const std::string& path, int ranks) {
   std::string line;
   for (int line_no = 1; std::getline(in, line); ++line_no) {
     if (line_no == 1 || line.empty()) continue;  // header
-    const auto fields = split(line, ',');
+    const auto fields = split_fields(line, ',');
     NcclMeasurement m;
-    if (fields.size() < 5 || !parse_number(fields[0], &m.bytes) ||
-        !parse_number(fields[3], &m.time_s) || !parse_number(fields[4], &m.busbw_GBps) ||
+    if (fields.size() < 5 || !read_number(fields[0], &m.bytes) ||
+        !read_number(fields[3], &m.time_s) || !read_number(fields[4], &m.busbw_GBps) ||
         m.bytes <= 0 || m.time_s <= 0) {
       diags.error(SourceLoc{file, line_no, 1},
                   "expected size(B),count,type,time(ns),busbw(GB/s),... with positive size and time");

@@ -2,11 +2,11 @@
 
 #include <fstream>
 #include <memory>
-#include <sstream>
 
 #include <fmt/format.h>
 
 #include "core/diagnostics.hpp"
+#include "core/text.hpp"
 
 namespace prismsim {
 
@@ -27,17 +27,9 @@ std::vector<MeasuredIteration> read_vtrain_iterations(const std::string& path) {
   const auto file = std::make_shared<const std::string>(path);
   std::ifstream in(path);
   if (!in) throw InputError({Diagnostic{SourceLoc{file, 0, 0}, "cannot read file"}});
-  auto split = [](std::string line) {
-    if (!line.empty() && line.back() == '\r') line.pop_back();  // CRLF files
-    std::vector<std::string> cells;
-    std::stringstream stream(line);
-    std::string cell;
-    while (std::getline(stream, cell, ',')) cells.push_back(cell);
-    return cells;
-  };
   std::string line;
   std::getline(in, line);
-  const std::vector<std::string> header = split(line);
+  const std::vector<std::string> header = split_fields(line, ',');
   const std::vector<std::string> wanted = {
       "# GPUs", "global batch", "micro batch", "hidden size", "attention heads", "# layers",
       "sequence length", "tensor parallelism", "data parallelism", "pipeline parallelism",
@@ -55,23 +47,17 @@ std::vector<MeasuredIteration> read_vtrain_iterations(const std::string& path) {
   std::vector<MeasuredIteration> rows;
   for (int number = 2; std::getline(in, line); ++number) {
     if (line.empty() || line == "\r") continue;
-    const auto cells = split(line);
+    const auto cells = split_fields(line, ',');
     std::vector<double> values;
     for (size_t k = 0; k < column.size(); ++k) {
-      size_t used = 0;
-      double value = 0;
       const std::string cell = column[k] < cells.size() ? cells[column[k]] : "";
-      try {
-        value = std::stod(cell, &used);
-      } catch (const std::exception&) {
-        used = 0;
-      }
-      if (used == 0 || used != cell.size() || !(value > 0)) {
+      const auto value = parse_number(cell);
+      if (!value || !(*value > 0)) {
         throw InputError({Diagnostic{SourceLoc{file, number, 1},
                                      fmt::format("column '{}' must be a positive number, got '{}'",
                                                  wanted[k], cell)}});
       }
-      values.push_back(value);
+      values.push_back(*value);
     }
     MeasuredIteration row;
     row.line = number;

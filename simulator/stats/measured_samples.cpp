@@ -3,35 +3,13 @@
 #include <cmath>
 #include <fstream>
 #include <memory>
-#include <sstream>
 
 #include <fmt/format.h>
 
 #include "core/diagnostics.hpp"
+#include "core/text.hpp"
 
 namespace prismsim {
-namespace {
-
-std::vector<std::string> split_csv(const std::string& line) {
-  std::vector<std::string> cells;
-  std::stringstream stream(line);
-  std::string cell;
-  while (std::getline(stream, cell, ',')) cells.push_back(cell);
-  if (!line.empty() && line.back() == ',') cells.emplace_back();
-  return cells;
-}
-
-bool is_number(const std::string& text) {
-  try {
-    size_t used = 0;
-    std::stod(text, &used);
-    return used == text.size();
-  } catch (const std::exception&) {
-    return false;
-  }
-}
-
-}  // namespace
 
 std::vector<double> read_measured_samples(const std::string& path) {
   const auto file = std::make_shared<const std::string>(path);
@@ -45,10 +23,9 @@ std::vector<double> read_measured_samples(const std::string& path) {
   bool csv = false;
   size_t column = 0;
   for (int number = 1; std::getline(in, line); ++number) {
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    if (line.empty() || line[0] == '#') continue;
-    const auto cells = split_csv(line);
-    if (values.empty() && !csv && (cells.size() > 1 || !is_number(line))) {
+    if (line.empty() || line[0] == '#' || line == "\r") continue;
+    const auto cells = split_fields(line, ',');
+    if (values.empty() && !csv && (cells.size() > 1 || !parse_number(cells[0]))) {
       // A CSV header: the step_time_s column, else the last.
       csv = true;
       column = cells.size() - 1;
@@ -63,18 +40,12 @@ std::vector<double> read_measured_samples(const std::string& path) {
     const std::string& cell = cells[column];
     size_t offset = 0;
     for (size_t i = 0; i < column; ++i) offset += cells[i].size() + 1;
-    size_t used = 0;
-    double value = 0;
-    try {
-      value = std::stod(cell, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (used == 0 || used != cell.size() || !(value > 0) || value == HUGE_VAL) {
+    const auto value = parse_number(cell);
+    if (!value || !(*value > 0) || std::isinf(*value)) {
       fail(number, static_cast<int>(offset) + 1,
            fmt::format("expected a positive step time in seconds, got '{}'", cell));
     }
-    values.push_back(value);
+    values.push_back(*value);
   }
   if (values.empty()) fail(0, 0, "no measured step times in the file");
   return values;

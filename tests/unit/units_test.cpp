@@ -1,7 +1,9 @@
 #include <doctest/doctest.h>
 
 #include <string>
+#include <vector>
 
+#include "core/text.hpp"
 #include "core/units.hpp"
 
 using namespace prismsim::units;
@@ -46,4 +48,14 @@ TEST_CASE("durations sizes and compute rates use their units") {
   CHECK(*parse_flops("3.5e12", &error) == doctest::Approx(3.5e12));
   CHECK(*parse_count("50M", &error) == doctest::Approx(50e6));
   CHECK(*parse_count("7e9", &error) == doctest::Approx(7e9));
+}
+
+TEST_CASE("text tables split into fields and numbers parse whole") {
+  CHECK(prismsim::split_fields("a,,b,\r", ',') == std::vector<std::string>{"a", "", "b", ""});
+  CHECK(prismsim::split_fields("  8  1 float\r", ' ') == std::vector<std::string>{"8", "1", "float"});
+  CHECK(prismsim::split_fields("", ',').empty());
+  CHECK(prismsim::parse_number("1.5e3") == 1500.0);
+  CHECK_FALSE(prismsim::parse_number("1.5x"));
+  CHECK_FALSE(prismsim::parse_number(""));
+  CHECK_FALSE(prismsim::parse_number("1e999"));
 }

@@ -1,0 +1,18 @@
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace prismsim {
+
+/// The fields of one line of a text table. A space separator splits on runs of whitespace; any
+/// other separator (CSV's comma) gives one field per separator, empty ones included. A trailing
+/// '\r' (a CRLF file) is dropped first.
+std::vector<std::string> split_fields(std::string_view line, char separator);
+
+/// `text` as a number when the whole of it is one (strtod's syntax), else nothing.
+std::optional<double> parse_number(std::string_view text);
+
+}  // namespace prismsim
