@@ -64,24 +64,21 @@ std::vector<MemoryEstimate> estimate_memory(const Scenario& scenario) {
   Scenario no_recompute = scenario;
   no_recompute.parallelism.recompute = Recompute::none;
   const double full_layer = layer_activation_bytes(no_recompute);
-  const double layer_params = layer_parameters(c.model) / p.tp;
-  const double embedding_params = embedding_parameters(c) / p.tp;
   const double vocab = c.padded_vocab() / p.tp;
   std::vector<MemoryEstimate> out;
   for (int stage = 0; stage < p.pp; ++stage) {
     MemoryEstimate m;
     m.stage = stage;
     double params = 0;
-    double largest_unit = layer_params;
+    double largest_unit = 0;
     std::vector<double> chunk_layers;
     for (int chunk = 0; chunk < v; ++chunk) {
       const int vs = virtual_stage(chunk, stage, p.pp);
-      params += layers[static_cast<size_t>(vs)].count * layer_params;
-      // The embedding on the first virtual stage, the (untied) output head on the last.
-      for (bool holds : {vs == 0, vs == chunks - 1}) {
-        if (!holds) continue;
-        params += embedding_params;
-        largest_unit = std::max(largest_unit, embedding_params);
+      // The chunk's layers, with the embedding on the first virtual stage and the (untied)
+      // output head on the last.
+      for (const PassUnit& unit : pass_units(c, layers, true, vs)) {
+        params += unit.parameters;
+        largest_unit = std::max(largest_unit, unit.parameters);
       }
       chunk_layers.push_back(layers[static_cast<size_t>(vs)].count);
     }
