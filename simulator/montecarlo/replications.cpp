@@ -32,6 +32,23 @@ void on_interrupt(int) {
   }
 }
 
+/// Installs on_interrupt for SIGINT while it lives (also when run_replications throws).
+class InterruptHandler {
+ public:
+  InterruptHandler() {
+    struct sigaction action {};
+    action.sa_handler = on_interrupt;
+    sigemptyset(&action.sa_mask);
+    ::sigaction(SIGINT, &action, &previous_);
+  }
+  ~InterruptHandler() { ::sigaction(SIGINT, &previous_, nullptr); }
+  InterruptHandler(const InterruptHandler&) = delete;
+  InterruptHandler& operator=(const InterruptHandler&) = delete;
+
+ private:
+  struct sigaction previous_ {};
+};
+
 bool write_all(int fd, const void* data, size_t size) {
   const auto* bytes = static_cast<const char*>(data);
   while (size > 0) {
@@ -126,24 +143,21 @@ std::vector<RunRecord> run_replications(Simulation& simulation, int runs, uint64
   int done = 0;
   std::vector<RunRecord> records(static_cast<size_t>(runs));
   for (int run = 0; run < runs; ++run) {
-    records[static_cast<size_t>(run)].run = run;
-    records[static_cast<size_t>(run)].error = fmt::format("run {} was not started (interrupted)", run);
+    RunRecord& record = records[static_cast<size_t>(run)];
+    record.run = run;
+    record.seed = run_seed(base_seed, static_cast<uint64_t>(run));
+    record.error = fmt::format("run {} was not started (interrupted)", run);
   }
   std::deque<Child> running;
   std::fflush(stdout);
   std::fflush(stderr);
   // Ctrl-C stops launching runs and ends the running ones; what finished is kept.
   interrupt_requested = 0;
-  struct sigaction action {}, previous {};
-  action.sa_handler = on_interrupt;
-  sigemptyset(&action.sa_mask);
-  ::sigaction(SIGINT, &action, &previous);
+  const InterruptHandler handler;
   for (int run = 0; run < runs || !running.empty();) {
     if (interrupt_requested && run < runs) runs = run;  // launch no more
     if (run < runs && static_cast<int>(running.size()) < jobs) {
       records[static_cast<size_t>(run)].error.clear();
-      records[static_cast<size_t>(run)].run = run;
-      records[static_cast<size_t>(run)].seed = run_seed(base_seed, static_cast<uint64_t>(run));
       int fds[2];
       if (::pipe(fds) != 0) throw std::runtime_error(std::string("pipe: ") + std::strerror(errno));
       const pid_t pid = ::fork();
@@ -170,7 +184,6 @@ std::vector<RunRecord> run_replications(Simulation& simulation, int runs, uint64
     child_pids[child.slot] = 0;
     if (on_run_done) on_run_done(++done, runs);
   }
-  ::sigaction(SIGINT, &previous, nullptr);
   if (interrupted != nullptr) *interrupted = interrupt_requested != 0;
   return records;
 }
