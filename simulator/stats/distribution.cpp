@@ -56,8 +56,9 @@ double ks_distance(std::vector<double> a, std::vector<double> b) {
   return distance;
 }
 
-Interval bootstrap_quantile(const std::vector<std::vector<double>>& groups, double q, double level,
-                            int resamples, uint64_t seed) {
+std::vector<Interval> bootstrap_quantiles(const std::vector<std::vector<double>>& groups,
+                                          const std::vector<double>& qs, double level,
+                                          int resamples, uint64_t seed) {
   assert(!groups.empty() && resamples > 0 && level > 0 && level < 1);
   const uint64_t n = groups.size();
   uint64_t counter = 0;
@@ -68,8 +69,7 @@ Interval bootstrap_quantile(const std::vector<std::vector<double>>& groups, doub
     __extension__ using Wide = unsigned __int128;
     return static_cast<size_t>((static_cast<Wide>(x) * n) >> 64);
   };
-  std::vector<double> estimates;
-  estimates.reserve(static_cast<size_t>(resamples));
+  std::vector<std::vector<double>> estimates(qs.size());  // per quantile, per resample
   std::vector<double> pooled;
   for (int b = 0; b < resamples; ++b) {
     pooled.clear();
@@ -78,11 +78,15 @@ Interval bootstrap_quantile(const std::vector<std::vector<double>>& groups, doub
       pooled.insert(pooled.end(), group.begin(), group.end());
     }
     std::sort(pooled.begin(), pooled.end());
-    estimates.push_back(quantile_sorted(pooled, q));
+    for (size_t k = 0; k < qs.size(); ++k) estimates[k].push_back(quantile_sorted(pooled, qs[k]));
   }
-  std::sort(estimates.begin(), estimates.end());
   const double tail = (1 - level) / 2;
-  return {quantile_sorted(estimates, tail), quantile_sorted(estimates, 1 - tail)};
+  std::vector<Interval> intervals;
+  for (auto& values : estimates) {
+    std::sort(values.begin(), values.end());
+    intervals.push_back({quantile_sorted(values, tail), quantile_sorted(values, 1 - tail)});
+  }
+  return intervals;
 }
 
 }  // namespace prismsim

@@ -36,11 +36,12 @@ struct Interval {
   double high = 0;
 };
 
-/// Percentile-bootstrap interval at `level` (e.g. 0.95) for the q-quantile of the values of
-/// `groups` pooled together, resampling whole groups (one group per run: steps of a run are not
-/// independent) with replacement `resamples` times. Deterministic for a given `seed`. Requires a
-/// non-empty group list whose groups are non-empty.
-Interval bootstrap_quantile(const std::vector<std::vector<double>>& groups, double q, double level,
-                            int resamples, uint64_t seed);
+/// Percentile-bootstrap intervals at `level` (e.g. 0.95) for each quantile of `qs` of the values
+/// of `groups` pooled together, resampling whole groups (one group per run: steps of a run are not
+/// independent) with replacement `resamples` times; every quantile uses the same resamples.
+/// Deterministic for a given `seed`. Requires a non-empty group list of non-empty groups.
+std::vector<Interval> bootstrap_quantiles(const std::vector<std::vector<double>>& groups,
+                                          const std::vector<double>& qs, double level,
+                                          int resamples, uint64_t seed);
 
 }  // namespace prismsim

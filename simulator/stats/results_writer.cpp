@@ -66,15 +66,14 @@ StudyResults gather_results(const Scenario& scenario, std::string collectives,
   results.job_time = summarize(jobs);
   // The resampling has its own seed, derived from the study's: same inputs, same intervals.
   const uint64_t seed = splitmix64(scenario.simulation.seed ^ 0x626f6f74737472ULL);
-  for (double q : {0.50, 0.95, 0.99}) {
-    if (!steps_by_run.empty()) {
-      results.step_time_ci.push_back(
-          bootstrap_quantile(steps_by_run, q, kConfidenceLevel, kBootstrapResamples, seed));
-    }
-    if (!job_by_run.empty()) {
-      results.job_time_ci.push_back(
-          bootstrap_quantile(job_by_run, q, kConfidenceLevel, kBootstrapResamples, seed + 1));
-    }
+  const std::vector<double> quantiles = {0.50, 0.95, 0.99};
+  if (!steps_by_run.empty()) {
+    results.step_time_ci = bootstrap_quantiles(steps_by_run, quantiles, kConfidenceLevel,
+                                               kBootstrapResamples, seed);
+  }
+  if (!job_by_run.empty()) {
+    results.job_time_ci = bootstrap_quantiles(job_by_run, quantiles, kConfidenceLevel,
+                                              kBootstrapResamples, seed + 1);
   }
   for (double deadline : scenario.simulation.deadlines_s) {
     const auto missed = std::count_if(jobs.begin(), jobs.end(), [&](double j) { return j > deadline; });

@@ -38,7 +38,7 @@ TEST_CASE("bootstrap intervals cover the population quantile at about their leve
     for (int i = 0; i < 400; ++i) {
       runs.push_back({static_cast<double>(splitmix64(1000003ULL * e + i) >> 11) * 0x1.0p-53});
     }
-    const Interval ci = bootstrap_quantile(runs, 0.5, 0.95, 400, 99 + e);
+    const Interval ci = bootstrap_quantiles(runs, {0.5}, 0.95, 400, 99 + e)[0];
     covered += ci.low <= 0.5 && 0.5 <= ci.high;
     width += (ci.high - ci.low) / experiments;
   }
@@ -49,14 +49,14 @@ TEST_CASE("bootstrap intervals cover the population quantile at about their leve
 
 TEST_CASE("bootstrap intervals are deterministic and degenerate for identical runs") {
   const std::vector<std::vector<double>> runs = {{1, 2}, {3, 4}, {5, 6}, {7, 8}};
-  const Interval a = bootstrap_quantile(runs, 0.95, 0.9, 200, 7);
-  const Interval b = bootstrap_quantile(runs, 0.95, 0.9, 200, 7);
+  const Interval a = bootstrap_quantiles(runs, {0.95}, 0.9, 200, 7)[0];
+  const Interval b = bootstrap_quantiles(runs, {0.95}, 0.9, 200, 7)[0];
   CHECK(a.low == b.low);
   CHECK(a.high == b.high);
   CHECK(a.low <= a.high);
   CHECK(a.low >= 2.0);  // the 95th percentile of any resample of these runs is at least 2
   CHECK(a.high <= 8.0);
-  const Interval same = bootstrap_quantile({{5.0}, {5.0}, {5.0}}, 0.5, 0.95, 50, 1);
+  const Interval same = bootstrap_quantiles({{5.0}, {5.0}, {5.0}}, {0.5}, 0.95, 50, 1)[0];
   CHECK(same.low == 5.0);
   CHECK(same.high == 5.0);
 }
