@@ -30,7 +30,7 @@ StepEstimate::StepEstimate(const Scenario& s, const Topology& topology)
   const Precision gemm_precision = s.workload.fp8_gemms ? Precision::fp8 : s.workload.precision;
   const double element_bytes = bytes_per_element(s.workload.precision);
   const int stages = static_cast<int>(layers.size());
-  double gradient_elements_max = 0;
+  double optimizer_parameters = 0;  // the largest share any rank updates
   std::vector<double> stage_parameters(static_cast<size_t>(p.pp), 0.0);
   for (int vs = 0; vs < stages; ++vs) {
     const int stage = vs % p.pp;
@@ -93,9 +93,9 @@ StepEstimate::StepEstimate(const Scenario& s, const Topology& topology)
       }
       data_parallel_s_ = std::max(data_parallel_s_, seconds);
     }
-    gradient_elements_max = std::max(gradient_elements_max, sharded);
+    optimizer_parameters = std::max(optimizer_parameters, sharded);
   }
-  optimizer_.push_back({optimizer_step(gradient_elements_max), s.workload.precision, 1});
+  optimizer_ = {optimizer_step(optimizer_parameters), s.workload.precision, 1};
 }
 
 double StepEstimate::pass_seconds(const PassCost& pass, const GpuSpec& gpu) const {
@@ -108,8 +108,7 @@ double StepEstimate::seconds(const GpuSpec& gpu) const {
   std::vector<double> forward_s, backward_s;
   for (const auto& pass : forward_) forward_s.push_back(pass_seconds(pass, gpu));
   for (const auto& pass : backward_) backward_s.push_back(pass_seconds(pass, gpu));
-  double optimizer_s = 0;
-  for (const auto& k : optimizer_) optimizer_s += kernel_seconds(k.work, gpu, k.precision);
+  const double optimizer_s = kernel_seconds(optimizer_.work, gpu, optimizer_.precision);
   return pipeline_makespan(schedule_, pp_, virtual_stages_, microbatches_, forward_s, backward_s,
                            transfer_s_) +
          data_parallel_s_ + optimizer_s;

@@ -42,7 +42,7 @@ class StepEstimate {
   std::vector<PassCost> forward_, backward_;  ///< per virtual stage
   double transfer_s_ = 0;
   double data_parallel_s_ = 0;   ///< slowest stage's gradient collectives
-  std::vector<TimedKernel> optimizer_;  ///< per stage
+  TimedKernel optimizer_;          ///< of the stage with the most parameters to update
 };
 
 }  // namespace prismsim
