@@ -135,6 +135,8 @@ class TransformerJobBuilder {
   bool layer_collectives_in_network();
   int add_group(std::vector<int> ranks, const char* name);
   std::string group_key(int group) const;
+  /// The GPUs of `group`'s members, in group order.
+  std::vector<int> gpus_of(int group) const;
   void build_groups();
   const std::vector<PassUnit>& units(bool forward, int vs);
   const std::vector<OpTemplate>& templates(bool forward, int vs, size_t begin, size_t end,
@@ -168,14 +170,18 @@ int TransformerJobBuilder::add_group(std::vector<int> ranks, const char* name) {
   return static_cast<int>(job_.groups.size()) - 1;
 }
 
-/// Groups inside one node with the same slots cost the same; others are keyed by their index.
-std::string TransformerJobBuilder::group_key(int group) const {
-  if (group < 0) return "-";
+std::vector<int> TransformerJobBuilder::gpus_of(int group) const {
   std::vector<int> gpus;
   for (int rank : job_.groups[static_cast<size_t>(group)].ranks) {
     gpus.push_back(job_.gpu_of_rank[static_cast<size_t>(rank)]);
   }
-  const GroupLayout layout = layout_of(gpus, topology_);
+  return gpus;
+}
+
+/// Groups inside one node with the same slots cost the same; others are keyed by their index.
+std::string TransformerJobBuilder::group_key(int group) const {
+  if (group < 0) return "-";
+  const GroupLayout layout = layout_of(gpus_of(group), topology_);
   if (!layout.single_node()) return "g" + std::to_string(group);
   std::string key = "n";
   for (int local : layout.local) key += "." + std::to_string(local);
@@ -244,11 +250,7 @@ double TransformerJobBuilder::analytic_seconds(const PassItem& item, const Layer
                                    tp ? groups.tp_key : groups.cp_key);
   auto it = analytic_.find(key);
   if (it != analytic_.end()) return it->second;
-  std::vector<int> gpus;
-  for (int rank : job_.groups[static_cast<size_t>(tp ? groups.tp : groups.cp)].ranks) {
-    gpus.push_back(job_.gpu_of_rank[static_cast<size_t>(rank)]);
-  }
-  const double seconds = predicted_call_seconds(gpus, topology_, s_.platform, item.op, item.bytes,
+  const double seconds = predicted_call_seconds(gpus_of(tp ? groups.tp : groups.cp), topology_, s_.platform, item.op, item.bytes,
                                                 s_.engine.collective_algorithm);
   return analytic_.emplace(key, seconds).first->second;
 }
