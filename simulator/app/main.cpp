@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <numeric>
 #include <string>
 #include <thread>
 #include <vector>
@@ -38,7 +39,7 @@ constexpr int kExitInterrupted = 130;  // 128 + SIGINT, as shells report it
 const char* const kUsage =
     "usage: prismsim run SCENARIO.yaml [--out DIR] [--runs N] [--seed S] [--jobs J]\n"
     "                    [--set PATH=VALUE]... [--deadline DURATION]... [--compare-to FILE]\n"
-    "                    [--trace FILE.json [--trace-ranks 0-7,64]]\n"
+    "                    [--trace FILE.json [--trace-ranks 0-7,64]] [--attribute] [--breakdown]\n"
     "       prismsim check SCENARIO.yaml [--set PATH=VALUE]...\n"
     "       prismsim collective --platform PLATFORM.yaml --op OP --gpus N [options]\n"
     "                    (nccl-tests style sweep; prismsim collective --help)\n"
@@ -54,6 +55,8 @@ struct Options {
   std::string compare_to;    ///< measured step times to compare with, or empty
   std::string trace;         ///< Chrome trace of run 0, or empty
   std::string trace_ranks;   ///< ranks in the trace; default: the first 8
+  bool attribute = false;    ///< rerun without each source of variation
+  bool breakdown = false;    ///< per-rank breakdown of the slowest and median runs
 };
 
 /// Runs done, rate and time left on one stderr line, redrawn at most every 0.2 s; silent when
@@ -129,6 +132,9 @@ int run_study(const Options& options) {
     }
     scenario.simulation.deadlines_s.push_back(*deadline);
   }
+  if (options.attribute && scenario.variability.empty()) {
+    throw UsageError("--attribute needs a scenario with a 'variability' section");
+  }
   // Read before simulating: a bad file is bad input, found at once.
   const std::vector<double> measured =
       options.compare_to.empty() ? std::vector<double>{} : read_measured_samples(options.compare_to);
@@ -163,21 +169,63 @@ int run_study(const Options& options) {
   const int jobs = options.jobs > 0
                        ? options.jobs
                        : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const SimulationSpec& sim = scenario.simulation;
+  const VariationModel variation(scenario.variability, scenario, simulation.topology(), job);
   bool interrupted = false;
-  ProgressBar progress;
-  auto runs = run_replications(simulation, scenario.simulation.runs, scenario.simulation.seed,
-                               scenario.simulation.steps, jobs, &interrupted,
-                               [&](int done, int total) { progress.update(done, total); });
-  progress.finish();
+  auto replicate = [&](const VariationModel* model, const std::vector<int>& run_ids, int jobs_now) {
+    simulation.set_variation(model);
+    ProgressBar progress;
+    auto records = run_replications(simulation, run_ids, sim.seed, sim.steps, jobs_now,
+                                    &interrupted,
+                                    [&](int done, int total) { progress.update(done, total); });
+    progress.finish();
+    return records;
+  };
+  std::vector<int> all_runs(static_cast<size_t>(sim.runs));
+  std::iota(all_runs.begin(), all_runs.end(), 0);
+  auto runs = replicate(&variation, all_runs, jobs);
   StudyResults results = gather_results(scenario, simulation.collective_summary(),
-                                              simulation.simulated_ranks(), std::move(runs));
+                                        simulation.simulated_ranks(), std::move(runs));
   if (!measured.empty()) compare_to_measured(results, options.compare_to, measured);
+  if (variation.active()) {
+    results.sources = scenario.variability.sources();
+    // The same scenario without variation: deterministic, so one run says it all.
+    const auto base = interrupted ? std::vector<RunRecord>{} : replicate(nullptr, {0}, 1);
+    if (!base.empty() && base.front().ok) {
+      const auto [step, job_time] = summarize_runs(base, sim.steps);
+      results.baseline = StudyResults::Baseline{step.mean, job_time.mean};
+    }
+    for (const std::string& source : options.attribute ? results.sources : std::vector<std::string>{}) {
+      if (interrupted) break;
+      const VariationModel without(scenario.variability.without(source), scenario,
+                                   simulation.topology(), job);
+      const auto [step, job_time] = summarize_runs(replicate(&without, all_runs, jobs), sim.steps);
+      if (!interrupted) results.attribution.push_back({source, step, job_time});
+    }
+  }
+  std::vector<std::string> written = {(out_dir / "summary.json").string(),
+                                      (out_dir / "runs.csv").string()};
+  if (options.breakdown && !interrupted && results.job_time.count > 0) {
+    // The slowest run and the median one (the lower middle of an even count).
+    std::vector<std::pair<double, int>> by_time;
+    for (const auto& run : results.runs) {
+      if (run.ok) by_time.emplace_back(std::accumulate(run.step_times_s.begin(), run.step_times_s.end(), 0.0), run.run);
+    }
+    std::sort(by_time.begin(), by_time.end());
+    const std::vector<int> chosen = {by_time.back().second, by_time[(by_time.size() - 1) / 2].second};
+    simulation.set_report_rank_times(true);
+    const auto records = replicate(&variation, chosen, std::min(jobs, 2));
+    simulation.set_report_rank_times(false);
+    if (!interrupted) {
+      write_file(out_dir / "breakdown.csv",
+                 breakdown_csv(records, {"slowest", "median"}, scenario, job, simulation.topology()));
+      written.push_back((out_dir / "breakdown.csv").string());
+    }
+  }
 
   write_file(out_dir / "summary.json", summary_json(results));
   write_file(out_dir / "runs.csv", runs_csv(results));
-  std::cout << summary_text(results)
-            << fmt::format("wrote {}, {}\n", (out_dir / "summary.json").string(),
-                           (out_dir / "runs.csv").string());
+  std::cout << summary_text(results) << fmt::format("wrote {}\n", fmt::join(written, ", "));
   if (interrupted) {
     int finished = 0;
     for (const auto& run : results.runs) finished += run.ok;
@@ -218,7 +266,12 @@ Options parse_command_line(int argc, char** argv, bool* handled) {
       ("trace", po::value(&options.trace),
        "write a Chrome/Perfetto timeline of run 0 to this JSON file")
       ("trace-ranks", po::value(&options.trace_ranks),
-       "ranks in the timeline, e.g. 0-7,64 (default: 0-7)");
+       "ranks in the timeline, e.g. 0-7,64 (default: 0-7)")
+      ("attribute", po::bool_switch(&options.attribute),
+       "rerun the runs without each source of variation (same seeds) and report what each adds "
+       "to p50, p95 and p99")
+      ("breakdown", po::bool_switch(&options.breakdown),
+       "write breakdown.csv: where each rank's time went in the slowest and the median run");
   po::options_description hidden;
   hidden.add_options()("command", po::value(&options.command))(
       "scenario", po::value(&options.scenario));

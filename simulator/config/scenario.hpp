@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "collectives/collective.hpp"
+#include "config/variability_spec.hpp"
 #include "core/diagnostics.hpp"
 
 namespace prismsim {
@@ -224,6 +225,7 @@ struct Scenario {
   ParallelismSpec parallelism;
   SimulationSpec simulation;
   EngineSpec engine;
+  VariabilitySpec variability;
 };
 
 }  // namespace prismsim

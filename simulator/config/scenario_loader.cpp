@@ -11,6 +11,7 @@
 
 #include "config/config_tree.hpp"
 #include "config/map_reader.hpp"
+#include "config/variability_loader.hpp"
 #include "core/units.hpp"
 
 namespace prismsim {
@@ -439,6 +440,35 @@ SourceLoc loc_of(const ConfigNode& root, const std::string& dotted) {
   return node->loc;
 }
 
+/// Slow nodes must exist; a WAN round-trip time needs WAN links.
+void check_variability(const Scenario& s, Diagnostics& diags) {
+  const auto& p = s.parallelism;
+  const int nodes = s.platform.total_gpus() / s.platform.gpus_per_node;
+  for (const SlowNodeSpec& slow : s.variability.slow_nodes) {
+    auto check = [&](const char* what, int value, int limit) {
+      if (value >= limit) {
+        diags.error(slow.loc, fmt::format("slow node: {} {} does not exist (the job has {})",
+                                          what, value, limit));
+      }
+    };
+    if (slow.node >= 0) {
+      check("node", slow.node, nodes);
+    } else if (slow.rank >= 0) {
+      check("rank", slow.rank, p.ranks());
+    } else {
+      check("stage", slow.stage, p.pp);
+      check("replica", slow.replica, p.dp);
+      check("tp position", slow.tp, p.tp);
+      check("cp position", slow.cp, p.cp);
+    }
+  }
+  if (s.variability.has_wan_rtt && s.platform.wan.empty()) {
+    diags.error(s.variability.loc, fmt::format("'variability.network.wan_rtt_ms' needs WAN "
+                                               "links, and platform '{}' has none",
+                                               s.platform.name));
+  }
+}
+
 /// Checks that need more than one section.
 /// Rules of a platform that span its sections: size limits, fabric capacity, WAN pairs.
 /// Returns false when the platform is too large to check further.
@@ -626,6 +656,7 @@ void cross_check(const ConfigNode& root, const Scenario& s, Diagnostics& diags) 
                             "{} kernels per rank and step are supported",
                             microbatches, w.layers, kMaxOpsPerStep));
   }
+  check_variability(s, diags);
   if (!s.platform.gpu.peak_flops.empty() && !s.platform.gpu.peak_flops.count(w.precision)) {
     diags.error(loc_of(root, "workload.precision"),
                 fmt::format("platform '{}' gives no peak_flops for precision '{}'",
@@ -639,10 +670,12 @@ Scenario load_scenario(const std::string& path, const std::vector<std::string>& 
   Diagnostics diags;
   const auto file = std::make_shared<const std::string>(path);
   ConfigNode root = load_yaml_file(path, SourceLoc{file, 1, 1}, diags);
-  resolve_includes(root, {"platform", "workload"}, diags);
+  resolve_includes(root, {"platform", "workload", "variability"}, diags);
   for (size_t i = 0; i < overrides.size(); ++i) {
     apply_override(root, overrides[i], static_cast<int>(i) + 1, diags);
   }
+  // --set variability=FILE names a file (relative to the working directory).
+  resolve_includes(root, {"variability"}, diags);
 
   Scenario s;
   s.source = path;
@@ -655,6 +688,10 @@ Scenario load_scenario(const std::string& path, const std::vector<std::string>& 
     s.workload = read_workload(*workload, diags);
   }
   read_run_settings(r, s);
+  if (const ConfigNode* variability = r.get("variability", false)) {
+    s.variability = read_variability(*variability, diags);
+    s.variability.loc = variability->loc;
+  }
   r.finish();
   if (diags.empty()) cross_check(root, s, diags);
   diags.throw_if_any();

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstring>
 #include <deque>
+#include <numeric>
 #include <stdexcept>
 
 #include <fmt/format.h>
@@ -18,7 +19,7 @@ namespace prismsim {
 namespace {
 
 /// Message kinds a child writes to its pipe, each followed by its payload.
-enum : uint8_t { kStep = 1, kCounters = 2 };
+enum : uint8_t { kStep = 1, kCounters = 2, kRankTimes = 3 };
 
 /// Set by SIGINT (Ctrl-C) while replications run: stop, keep what finished. The handler ends the
 /// running children (kill is async-signal-safe); the parent then reads what they streamed.
@@ -74,10 +75,10 @@ bool read_all(int fd, void* data, size_t size) {
 }
 
 /// In the child: simulate, stream each finished step, then the counters. Never returns.
-[[noreturn]] void child_main(Simulation& simulation, int run, int fd, int steps) {
+[[noreturn]] void child_main(Simulation& simulation, int run, uint64_t base_seed, int fd, int steps) {
   int status = 0;
   try {
-    simulation.set_run(run);
+    simulation.set_run(run, run_seed(base_seed, static_cast<uint64_t>(run)));
     const int done = simulation.run([fd](int, double step_time_s) {
       const uint8_t kind = kStep;
       write_all(fd, &kind, 1);
@@ -86,6 +87,14 @@ bool read_all(int fd, void* data, size_t size) {
     const uint8_t kind = kCounters;
     write_all(fd, &kind, 1);
     write_all(fd, &simulation.counters(), sizeof(EventCounters));
+    if (simulation.reports_rank_times()) {
+      const uint8_t times = kRankTimes;
+      const auto& ranks = simulation.rank_times();
+      const uint64_t count = ranks.size();
+      write_all(fd, &times, 1);
+      write_all(fd, &count, sizeof count);
+      write_all(fd, ranks.data(), count * sizeof(RankTimes));
+    }
     if (done < steps) {
       std::fprintf(stderr, "prismsim: error: the simulation stopped after %d of %d steps "
                            "(ranks deadlocked)\n", done, steps);
@@ -116,6 +125,11 @@ void collect(const Child& child, RunRecord& record, int steps) {
       record.step_times_s.push_back(step_time_s);
     } else if (kind == kCounters) {
       if (!read_all(child.fd, &record.counters, sizeof record.counters)) break;
+    } else if (kind == kRankTimes) {
+      uint64_t count = 0;
+      if (!read_all(child.fd, &count, sizeof count)) break;
+      record.rank_times.resize(count);
+      if (!read_all(child.fd, record.rank_times.data(), count * sizeof(RankTimes))) break;
     }
   }
   ::close(child.fd);
@@ -140,13 +154,23 @@ void collect(const Child& child, RunRecord& record, int steps) {
 std::vector<RunRecord> run_replications(Simulation& simulation, int runs, uint64_t base_seed,
                                         int steps, int jobs, bool* interrupted,
                                         const std::function<void(int, int)>& on_run_done) {
+  std::vector<int> run_ids(static_cast<size_t>(runs));
+  std::iota(run_ids.begin(), run_ids.end(), 0);
+  return run_replications(simulation, run_ids, base_seed, steps, jobs, interrupted, on_run_done);
+}
+
+std::vector<RunRecord> run_replications(Simulation& simulation, const std::vector<int>& run_ids,
+                                        uint64_t base_seed, int steps, int jobs,
+                                        bool* interrupted,
+                                        const std::function<void(int, int)>& on_run_done) {
   int done = 0;
-  std::vector<RunRecord> records(static_cast<size_t>(runs));
-  for (int run = 0; run < runs; ++run) {
-    RunRecord& record = records[static_cast<size_t>(run)];
-    record.run = run;
-    record.seed = run_seed(base_seed, static_cast<uint64_t>(run));
-    record.error = fmt::format("run {} was not started (interrupted)", run);
+  int runs = static_cast<int>(run_ids.size());
+  std::vector<RunRecord> records(run_ids.size());
+  for (size_t i = 0; i < run_ids.size(); ++i) {
+    RunRecord& record = records[i];
+    record.run = run_ids[i];
+    record.seed = run_seed(base_seed, static_cast<uint64_t>(record.run));
+    record.error = fmt::format("run {} was not started (interrupted)", record.run);
   }
   std::deque<Child> running;
   std::fflush(stdout);
@@ -166,7 +190,7 @@ std::vector<RunRecord> run_replications(Simulation& simulation, int runs, uint64
         ::signal(SIGINT, SIG_DFL);  // Ctrl-C ends a child at once
         ::close(fds[0]);
         for (const Child& other : running) ::close(other.fd);
-        child_main(simulation, run, fds[1], steps);
+        child_main(simulation, run_ids[static_cast<size_t>(run)], base_seed, fds[1], steps);
       }
       ::close(fds[1]);
       size_t slot = 0;

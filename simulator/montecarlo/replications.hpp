@@ -15,6 +15,7 @@ struct RunRecord {
   uint64_t seed = 0;
   std::vector<double> step_times_s;
   EventCounters counters;
+  std::vector<RankTimes> rank_times;  ///< per rank, when the simulation reports them
   bool ok = false;
   std::string error;  ///< why the run failed, when it did
 };
@@ -28,5 +29,12 @@ struct RunRecord {
 std::vector<RunRecord> run_replications(
     Simulation& simulation, int runs, uint64_t base_seed, int steps, int jobs,
     bool* interrupted = nullptr, const std::function<void(int, int)>& on_run_done = {});
+
+/// The same for the replications numbered `run_ids` (each with its own seed, as in a study of
+/// all runs): records come back in the order of `run_ids`.
+std::vector<RunRecord> run_replications(
+    Simulation& simulation, const std::vector<int>& run_ids, uint64_t base_seed, int steps,
+    int jobs, bool* interrupted = nullptr,
+    const std::function<void(int, int)>& on_run_done = {});
 
 }  // namespace prismsim

@@ -1,5 +1,6 @@
 #include "platform/topology.hpp"
 
+#include <algorithm>
 #include <cassert>
 #include <stdexcept>
 
@@ -73,6 +74,24 @@ Topology::Topology(const PlatformSpec& spec)
     wan_link_[b * dcs + a] = static_cast<int>(links_.size());
     links_.push_back({wan_Bps, wan.link.latency_s + hop});
   }
+}
+
+CommScope Topology::scope_of(const std::vector<int>& gpus) const {
+  if (gpus.empty()) return CommScope::intra_node;
+  const GpuLocation first = locate(gpus.front());
+  CommScope scope = CommScope::intra_node;
+  for (int gpu : gpus) {
+    const GpuLocation at = locate(gpu);
+    if (at.datacenter != first.datacenter) return CommScope::cross_datacenter;
+    if (at.node != first.node) scope = CommScope::inter_node;
+  }
+  return scope;
+}
+
+int Topology::nodes_per_leaf() const {
+  const int64_t nodes = kind_ == FabricKind::rail_optimized ? nics_per_leaf_
+                                                             : nics_per_leaf_ / gpus_per_node_;
+  return static_cast<int>(std::max<int64_t>(1, nodes));
 }
 
 bool Topology::only_gpu_links_saturate() const {

@@ -49,6 +49,23 @@ class Topology {
   void route(int src, int dst, std::vector<int>& out) const;
   /// Sum of the latencies along route(src, dst), in seconds.
   double route_latency(int src, int dst) const;
+  int datacenter_count() const { return static_cast<int>(dc_names_.size()); }
+  /// True for links that carry traffic between nodes: NICs, fabric bundles and WAN links.
+  bool is_inter_node(int link) const {
+    return link >= first_bundle_link_ || link % kPortsPerGpu >= kNicUp;
+  }
+  /// The WAN link from datacenter `from` to `to`, or -1 when there is none.
+  int wan_link(int from, int to) const {
+    return wan_link_[static_cast<size_t>(from * datacenter_count() + to)];
+  }
+  /// Replaces a link's latency (a per-run draw of a WAN round-trip time).
+  void set_latency(int link, double latency_s) {
+    links_[static_cast<size_t>(link)].latency_s = latency_s;
+  }
+  /// Within one node, across nodes of one datacenter, or across datacenters.
+  CommScope scope_of(const std::vector<int>& gpus) const;
+  /// Nodes whose NICs share one leaf switch (of one rail, when rail-optimised).
+  int nodes_per_leaf() const;
   /// True when no link outside the GPUs' own NVLink and NIC links can limit a flow (non-blocking
   /// fabric, one datacenter): flows of different GPUs then never share a constraint.
   bool only_gpu_links_saturate() const;

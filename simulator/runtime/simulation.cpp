@@ -42,6 +42,13 @@ Simulation::Simulation(const Scenario& scenario, const Job& job, Topology topolo
     if (program) stream_count_ += static_cast<int>(program->streams.size());
   }
   streams_done_.assign(static_cast<size_t>(scenario.simulation.steps), 0);
+  for (const Segment& segment : job.segments) {
+    double seconds = 0;
+    for (const Kernel& k : segment.kernels) {
+      if (k.kernel_class == KernelClass::communication) seconds += k.seconds;
+    }
+    segment_communication_s_.push_back(seconds);
+  }
 }
 
 Simulation::~Simulation() = default;
@@ -91,6 +98,22 @@ int Simulation::run(const StepCallback& on_step) {
       traced_as_[static_cast<size_t>(simulated)].push_back(rank);
     }
   }
+  rank_times_.assign(static_cast<size_t>(job_.rank_count()), {});
+  if (variation_model_ != nullptr && variation_model_->active()) {
+    variation_ = std::make_unique<RunVariation>(*variation_model_, seed_);
+    // Routes read latencies from the topology when the simulation asks for them.
+    for (const auto& [link, latency_s] : variation_->wan_latencies()) {
+      topology_.set_latency(link, latency_s);
+    }
+    if (!variation_model_->spec().regimes.empty()) {
+      for (int link = 0; link < static_cast<int>(topology_.links().size()); ++link) {
+        if (!topology_.is_inter_node(link) || !topology_.links()[static_cast<size_t>(link)].can_saturate) continue;
+        sg4::Link* sg_link = sg4::Link::by_name(topology_.link_name(link));
+        inter_node_links_.emplace_back(sg_link, sg_link->get_bandwidth());
+      }
+      apply_regime(0);
+    }
+  }
   for (int rank = 0; rank < job_.rank_count(); ++rank) {
     if (!job_.simulated(rank)) continue;
     const Program& program = *job_.program_of_rank[static_cast<size_t>(rank)];
@@ -114,6 +137,12 @@ int Simulation::run(const StepCallback& on_step) {
     throw;
   }
   write_trace();
+  if (!job_.representative.empty()) {
+    for (int rank = 0; rank < job_.rank_count(); ++rank) {
+      rank_times_[static_cast<size_t>(rank)] =
+          rank_times_[static_cast<size_t>(job_.representative[static_cast<size_t>(rank)])];
+    }
+  }
   return steps_completed_;
 }
 
@@ -125,7 +154,10 @@ void Simulation::stream_main(int rank, int stream) {
   const bool traced = !traced_as.empty();
   RankEvents& events = events_[static_cast<size_t>(rank)];
   std::vector<sg4::CommPtr> sends;
-  std::vector<const Op*> fused;  // compute ops of the pending execution, for the trace
+  std::vector<const Op*> fused;  // compute ops of the pending execution (trace, variation)
+  const bool keep_fused = traced || variation_ != nullptr;
+  RankTimes& times = rank_times_[static_cast<size_t>(rank)];
+  const bool timed = stream == 0;
 
   auto add_span = [&](double start, double end, const std::string& name,
                       const std::string& category, int microbatch) {
@@ -144,8 +176,23 @@ void Simulation::stream_main(int rank, int stream) {
     auto flush_compute = [&] {
       if (pending_s <= 0) return;
       const double start = sg4::Engine::get_clock();
-      sg4::this_actor::execute(pending_s * speed);
+      double communication_s = 0;
+      if (variation_ != nullptr) {
+        const ExecutionTime t = variation_->execute(rank, fused, start, step);
+        communication_s = t.communication_s;
+        sg4::this_actor::execute(t.seconds * speed);
+      } else {
+        if (timed) {
+          for (const Op* op : fused) communication_s += segment_communication_s(*op);
+        }
+        sg4::this_actor::execute(pending_s * speed);
+      }
       ++counters_.executions;
+      if (timed) {
+        const double elapsed = sg4::Engine::get_clock() - start;
+        times.compute_s += elapsed - communication_s;
+        times.layer_collective_s += communication_s;
+      }
       if (traced) {
         // Kernels in proportion to their nominal durations.
         const double scale = (sg4::Engine::get_clock() - start) / pending_s;
@@ -163,8 +210,8 @@ void Simulation::stream_main(int rank, int stream) {
             add(k.name, to_string(k.kernel_class), k.seconds);
           }
         }
-        fused.clear();
       }
+      fused.clear();
       pending_s = 0;
     };
     for (const Op& op : ops) {
@@ -173,7 +220,7 @@ void Simulation::stream_main(int rank, int stream) {
       switch (op.kind) {
         case Op::Kind::compute:
           pending_s += op_seconds(op);
-          if (traced) fused.push_back(&op);
+          if (keep_fused || timed) fused.push_back(&op);
           break;
         case Op::Kind::collective: {
           const int position = position_[static_cast<size_t>(op.group)][static_cast<size_t>(rank)];
@@ -183,6 +230,12 @@ void Simulation::stream_main(int rank, int stream) {
               group.applicable(op.collective, scenario_.engine.collective_algorithm);
           group.run(position, group.prepare(op.collective, op.bytes, algorithm, op.root),
                     counters_);
+          if (variation_ != nullptr) {
+            // Jitter stretches the call by its slowdown: the fabric model is its fastest.
+            const double slowdown = variation_->collective_slowdown(op.group, position);
+            if (slowdown > 1) sg4::this_actor::sleep_for((slowdown - 1) * (sg4::Engine::get_clock() - start));
+          }
+          if (timed) times.collective_s += sg4::Engine::get_clock() - start;
           if (traced) {
             span(start, fmt::format("{} {}", job_.groups[static_cast<size_t>(op.group)].name,
                                     to_string(op.collective)),
@@ -198,6 +251,7 @@ void Simulation::stream_main(int rank, int stream) {
         }
         case Op::Kind::recv: {
           sg4::Mailbox::by_name(fmt::format("p{}>{}", op.peer, rank))->get<int>();
+          if (timed) times.pipeline_wait_s += sg4::Engine::get_clock() - start;
           if (traced) span(start, fmt::format("recv from rank {}", op.peer), "p2p", op.microbatch);
           break;
         }
@@ -211,6 +265,7 @@ void Simulation::stream_main(int rank, int stream) {
           std::unique_lock lock(*events.mutex);
           while (events.recorded[static_cast<size_t>(op.event)] <= step) events.changed->wait(lock);
           lock.unlock();
+          if (timed) times.stream_wait_s += sg4::Engine::get_clock() - start;
           if (traced && sg4::Engine::get_clock() > start) span(start, "wait", "wait", -1);
           break;
         }
@@ -228,8 +283,20 @@ void Simulation::finish_step(int step) {
   if (++streams_done_[static_cast<size_t>(step)] < stream_count_) return;
   const double now = sg4::Engine::get_clock();
   steps_completed_ = step + 1;
+  if (!inter_node_links_.empty()) apply_regime(step + 1);
   if (on_step_) on_step_(step, now - last_step_end_s_);
   last_step_end_s_ = now;
+}
+
+void Simulation::apply_regime(int step) {
+  const double slowdown = variation_->regime(step);
+  if (slowdown == regime_slowdown_) return;
+  regime_slowdown_ = slowdown;
+  for (const auto& [link, nominal_Bps] : inter_node_links_) link->set_bandwidth(nominal_Bps / slowdown);
+}
+
+double Simulation::segment_communication_s(const Op& op) const {
+  return op.segment < 0 ? 0.0 : segment_communication_s_[static_cast<size_t>(op.segment)];
 }
 
 void Simulation::write_trace() const {

@@ -11,6 +11,7 @@
 #include "platform/topology.hpp"
 #include "runtime/collective_runtime.hpp"
 #include "runtime/trace.hpp"
+#include "variability/variation.hpp"
 #include "workload/program.hpp"
 
 namespace prismsim {
@@ -18,6 +19,15 @@ namespace prismsim {
 /// Called when every rank has finished training step `step` (0-based); `step_time_s` is the time
 /// from the end of the previous step (or the start) to the end of this one.
 using StepCallback = std::function<void(int step, double step_time_s)>;
+
+/// Where one rank's compute stream spent a run, in seconds.
+struct RankTimes {
+  double compute_s = 0;        ///< kernels (fused executions), without analytic collectives
+  double layer_collective_s = 0;  ///< analytic tensor/context-parallel collectives in the compute
+  double collective_s = 0;     ///< blocking collectives in the network
+  double pipeline_wait_s = 0;  ///< receiving activations or gradients (the pipeline bubble)
+  double stream_wait_s = 0;    ///< waiting for another stream (gradient reduction, gathers)
+};
 
 /// One simulated training run: the SimGrid engine, the platform and one actor per stream of each
 /// rank.
@@ -40,8 +50,23 @@ class Simulation {
   const EventCounters& counters() const { return counters_; }
   /// Records a timeline of `trace`'s ranks when run() simulates run trace->run() (set_run).
   void set_trace(TraceRecorder* trace) { trace_ = trace; }
-  /// Which replication this process simulates.
-  void set_run(int run) { run_ = run; }
+  /// Which replication this process simulates, and its seed.
+  void set_run(int run, uint64_t seed) {
+    run_ = run;
+    seed_ = seed;
+  }
+  /// Variation to inject (nullptr or inactive: the deterministic run); set before run().
+  void set_variation(const VariationModel* model) { variation_model_ = model; }
+  /// Per rank (representatives for ranks not simulated): where the compute stream's time went.
+  const std::vector<RankTimes>& rank_times() const { return rank_times_; }
+  /// Whether replications send rank_times() back (a per-rank breakdown of chosen runs).
+  void set_report_rank_times(bool report) { report_rank_times_ = report; }
+  bool reports_rank_times() const { return report_rank_times_; }
+  const Topology& topology() const { return topology_; }
+  /// Hottest GPU temperature of the run, in degrees C (0 without a thermal model).
+  double peak_temperature_c() const {
+    return variation_ ? variation_->peak_temperature_c() : 0.0;
+  }
   /// Ranks that have actors (see Job::representative).
   int simulated_ranks() const;
   /// How the largest group's first collective ran: "ring/simple/coarse" (algorithm, protocol,
@@ -58,6 +83,10 @@ class Simulation {
 
   void stream_main(int rank, int stream);
   void finish_step(int step);
+  /// Sets the network regime of `step`: inter-node bandwidth divided by its slowdown.
+  void apply_regime(int step);
+  /// Nominal seconds of the analytic collectives inside a compute op.
+  double segment_communication_s(const Op& op) const;
   void write_trace() const;
 
   const Scenario& scenario_;
@@ -77,6 +106,14 @@ class Simulation {
   EventCounters counters_;
   TraceRecorder* trace_ = nullptr;
   int run_ = 0;
+  uint64_t seed_ = 0;
+  const VariationModel* variation_model_ = nullptr;
+  std::unique_ptr<RunVariation> variation_;   ///< this run's draws, when variation is active
+  std::vector<std::pair<simgrid::s4u::Link*, double>> inter_node_links_;  ///< nominal Bps
+  double regime_slowdown_ = 1;
+  std::vector<RankTimes> rank_times_;
+  bool report_rank_times_ = false;
+  std::vector<double> segment_communication_s_;  ///< per segment: its analytic collectives
 };
 
 }  // namespace prismsim

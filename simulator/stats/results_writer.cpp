@@ -7,6 +7,7 @@
 #include "core/seeds.hpp"
 
 #include "platform/sim_platform.hpp"
+#include "workload/transformer_job.hpp"
 #include "workload/transformer_model.hpp"
 
 #ifndef PRISMSIM_VERSION
@@ -43,6 +44,46 @@ std::string human_seconds(double s) {
 }
 
 }  // namespace
+
+std::pair<DistributionSummary, DistributionSummary> summarize_runs(
+    const std::vector<RunRecord>& runs, int steps) {
+  std::vector<double> step_times, job_times;
+  for (const auto& run : runs) {
+    step_times.insert(step_times.end(), run.step_times_s.begin(), run.step_times_s.end());
+    if (static_cast<int>(run.step_times_s.size()) == steps) {
+      double job = 0;
+      for (double t : run.step_times_s) job += t;
+      job_times.push_back(job);
+    }
+  }
+  return {summarize(std::move(step_times)), summarize(std::move(job_times))};
+}
+
+std::string breakdown_csv(const std::vector<RunRecord>& runs,
+                          const std::vector<std::string>& labels, const Scenario& scenario,
+                          const Job& job, const Topology& topology) {
+  std::string out =
+      "run,which,job_time_s,rank,gpu,node,stage,replica,compute_s,layer_collective_s,"
+      "collective_s,pipeline_wait_s,stream_wait_s\n";
+  const RankGrid grid(scenario.parallelism);
+  for (size_t i = 0; i < runs.size(); ++i) {
+    const RunRecord& run = runs[i];
+    double job_time = 0;
+    for (double t : run.step_times_s) job_time += t;
+    for (size_t rank = 0; rank < run.rank_times.size(); ++rank) {
+      const RankTimes& t = run.rank_times[rank];
+      const int gpu = job.gpu_of_rank[rank];
+      const auto coords = grid.coords(static_cast<int>(rank));
+      out += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{}\n", run.run, labels[i], job_time,
+                         rank, gpu, topology.locate(gpu).node,
+                         coords[static_cast<size_t>(ParallelDim::pp)],
+                         coords[static_cast<size_t>(ParallelDim::dp)], t.compute_s,
+                         t.layer_collective_s, t.collective_s, t.pipeline_wait_s,
+                         t.stream_wait_s);
+    }
+  }
+  return out;
+}
 
 StudyResults gather_results(const Scenario& scenario, std::string collectives,
                             int ranks_simulated, std::vector<RunRecord> runs) {
@@ -124,6 +165,43 @@ void compare_to_measured(StudyResults& results, const std::string& file,
       s.p95 / m.p95 - 1, s.p99 / m.p99 - 1};
 }
 
+/// `"baseline": {...}, "variability": {...},` for a scenario with variation, or nothing.
+std::string variation_json(const StudyResults& r) {
+  if (r.sources.empty()) return "";
+  std::string sources;
+  for (const auto& source : r.sources) sources += (sources.empty() ? "" : ", ") + json_string(source);
+  std::string out;
+  auto percentiles = [](const DistributionSummary& d, double divide_by) {
+    return fmt::format("{{\"mean\": {}, \"p50\": {}, \"p95\": {}, \"p99\": {}}}",
+                       d.mean / divide_by, d.p50 / divide_by, d.p95 / divide_by,
+                       d.p99 / divide_by);
+  };
+  std::string slowdown;
+  if (r.baseline) {
+    out += fmt::format("  \"baseline\": {{\"step_time_s\": {}, \"job_time_s\": {}}},\n",
+                       r.baseline->step_time_s, r.baseline->job_time_s);
+    slowdown = fmt::format(",\n    \"slowdown\": {{\"step_time\": {}, \"job_time\": {}}}",
+                           percentiles(r.step_time, r.baseline->step_time_s),
+                           percentiles(r.job_time, r.baseline->job_time_s));
+  }
+  std::string attribution;
+  for (const auto& a : r.attribution) {
+    auto change = [](const DistributionSummary& full, const DistributionSummary& without) {
+      return fmt::format("{{\"p50\": {}, \"p95\": {}, \"p99\": {}}}", full.p50 - without.p50,
+                         full.p95 - without.p95, full.p99 - without.p99);
+    };
+    attribution += fmt::format(
+        "{}\n      {{\"source\": {}, \"without\": {{\"step_time_s\": {}, \"job_time_s\": {}}}, "
+        "\"added\": {{\"step_time_s\": {}, \"job_time_s\": {}}}}}",
+        attribution.empty() ? "" : ",", json_string(a.source), percentiles(a.step_time, 1),
+        percentiles(a.job_time, 1), change(r.step_time, a.step_time),
+        change(r.job_time, a.job_time));
+  }
+  if (!attribution.empty()) attribution = ",\n    \"attribution\": [" + attribution + "\n    ]";
+  return out + fmt::format("  \"variability\": {{\n    \"sources\": [{}]{}{}\n  }},\n", sources,
+                           slowdown, attribution);
+}
+
 /// `"comparison": {...},` for --compare-to, or nothing.
 std::string comparison_json(const std::optional<StudyResults::Comparison>& c) {
   if (!c) return "";
@@ -177,7 +255,7 @@ std::string summary_json(const StudyResults& r) {
           : "",
       distribution_json("step_time_s", d, r.step_time_ci),
       distribution_json("job_time_s", r.job_time, r.job_time_ci) + ",\n" +
-          comparison_json(r.comparison),
+          comparison_json(r.comparison) + variation_json(r),
       fmt::format("  \"confidence_intervals\": {{\"level\": {}, \"method\": "
                   "\"percentile bootstrap over runs\", \"resamples\": {}}}{}\n",
                   kConfidenceLevel, kBootstrapResamples, r.deadline_miss.empty() ? "" : ","),
@@ -238,6 +316,21 @@ std::string summary_text(const StudyResults& r) {
                         "p95 {:+.1f}%, p99 {:+.1f}%\n",
                         c.file, c.measured, c.ks_distance, 100 * c.p50_error, 100 * c.p95_error,
                         100 * c.p99_error);
+  }
+  if (!r.sources.empty()) {
+    text += fmt::format("variation from: {}\n", fmt::join(r.sources, ", "));
+  }
+  if (r.baseline && d.count > 0) {
+    text += fmt::format("without variation: step {}, job {}; slowdown of step p50 x{:.4f}  p95 "
+                        "x{:.4f}  p99 x{:.4f}\n",
+                        human_seconds(r.baseline->step_time_s),
+                        human_seconds(r.baseline->job_time_s), d.p50 / r.baseline->step_time_s,
+                        d.p95 / r.baseline->step_time_s, d.p99 / r.baseline->step_time_s);
+  }
+  for (const auto& a : r.attribution) {
+    text += fmt::format("  {:<16} adds to step p50 {:+.4g} s  p95 {:+.4g} s  p99 {:+.4g} s\n",
+                        a.source, d.p50 - a.step_time.p50, d.p95 - a.step_time.p95,
+                        d.p99 - a.step_time.p99);
   }
   for (const auto& [deadline, missed] : r.deadline_miss) {
     text += fmt::format("P(job time > {}) = {:.4g} over {} runs\n", human_seconds(deadline),

@@ -31,7 +31,31 @@ struct StudyResults {
     double p50_error = 0, p95_error = 0, p99_error = 0;  ///< simulated / measured - 1
   };
   std::optional<Comparison> comparison;
+  /// The sources of variation (empty: a deterministic scenario).
+  std::vector<std::string> sources;
+  /// The same scenario without variation, simulated once: mean step time and job time.
+  struct Baseline {
+    double step_time_s = 0;
+    double job_time_s = 0;
+  };
+  std::optional<Baseline> baseline;
+  /// --attribute: the study rerun with one source removed, same seeds.
+  struct Attribution {
+    std::string source;
+    DistributionSummary step_time, job_time;
+  };
+  std::vector<Attribution> attribution;
 };
+
+/// Summarises runs' step times and job times, as gather_results does.
+std::pair<DistributionSummary, DistributionSummary> summarize_runs(
+    const std::vector<RunRecord>& runs, int steps);
+
+/// breakdown.csv: for each run of `runs` (labelled by `labels`), where each rank's compute stream
+/// spent the run.
+std::string breakdown_csv(const std::vector<RunRecord>& runs,
+                          const std::vector<std::string>& labels, const Scenario& scenario,
+                          const Job& job, const Topology& topology);
 
 /// Compares the simulated step times of `results` with `measured` ones read from `file`.
 void compare_to_measured(StudyResults& results, const std::string& file,

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "collectives/collective.hpp"
+#include "config/variability_spec.hpp"
 
 namespace prismsim {
 
@@ -17,6 +18,7 @@ struct Kernel {
   std::string name;
   KernelClass kernel_class = KernelClass::gemm;
   double seconds = 0;
+  CommScope scope = CommScope::intra_node;  ///< communication: where its group's GPUs are
 };
 
 /// Kernels that run back to back with no outside interaction: simulated as one execution whose
@@ -104,6 +106,12 @@ struct Job {
   /// representative[r] is the simulated rank whose timeline r shares (r itself when simulated).
   /// Empty: every rank is simulated.
   std::vector<int> representative;
+  /// Ranks that analytic layer collectives hold in lockstep (a tensor- and context-parallel group
+  /// whose collectives are charged inside the fused compute): with variation, each of its fused
+  /// executions lasts as long as its slowest member's. lockstep_of_rank[r] indexes `lockstep`;
+  /// empty: every rank runs on its own.
+  std::vector<std::vector<int>> lockstep;
+  std::vector<int> lockstep_of_rank;
 
   int rank_count() const { return static_cast<int>(gpu_of_rank.size()); }
   bool simulated(int rank) const {

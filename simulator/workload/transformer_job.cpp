@@ -282,7 +282,9 @@ const std::vector<OpTemplate>& TransformerJobBuilder::templates(bool forward, in
       if (item.kind == PassItem::Kind::kernel) {
         segment.add({item.work.name, item.work.kernel_class, kernel_time(item.work)});
       } else if (!network_) {
-        segment.add({item.name, KernelClass::communication, analytic_seconds(item, groups)});
+        const int group = item.group == LayerGroup::tp ? groups.tp : groups.cp;
+        segment.add({item.name, KernelClass::communication, analytic_seconds(item, groups),
+                     topology_.scope_of(gpus_of(group))});
       } else {
         flush();
         ops.push_back(OpTemplate{-1, item.op, item.bytes, item.group});
@@ -495,6 +497,17 @@ Job TransformerJobBuilder::build() {
       auto c = grid_.coords(rank);
       c[static_cast<size_t>(ParallelDim::tp)] = 0;
       job_.representative[static_cast<size_t>(rank)] = grid_.rank(c);
+    }
+  }
+  if (!network_ && p_.tp * p_.cp > 1) {
+    job_.lockstep_of_rank.assign(static_cast<size_t>(ranks), -1);
+    for (int rank = 0; rank < ranks; ++rank) {
+      if (job_.lockstep_of_rank[static_cast<size_t>(rank)] >= 0) continue;
+      job_.lockstep.push_back(grid_.group(rank, {ParallelDim::tp, ParallelDim::cp}));
+      for (int member : job_.lockstep.back()) {
+        job_.lockstep_of_rank[static_cast<size_t>(member)] =
+            static_cast<int>(job_.lockstep.size()) - 1;
+      }
     }
   }
   job_.program_of_rank.reserve(static_cast<size_t>(ranks));

@@ -1,0 +1,714 @@
+#!/usr/bin/env python3
+"""Plots of prismsim results: distributions of one study, two studies side by side, sweeps.
+
+usage:
+  plot.py cdf OUTDIR [-o FILE.png]
+  plot.py compare DIR_A DIR_B [--labels A B] [-o FILE.png]
+  plot.py sweep SWEEP.csv --x COLUMN [--series COLUMN] [--metric step_time|job_time]
+                [--log-x] [-o FILE.png]
+
+OUTDIR, DIR_A and DIR_B are `prismsim run --out` directories (runs.csv, summary.json);
+SWEEP.csv is what `prismsim sweep` writes. Needs only the standard library and matplotlib
+(Debian: apt-get install python3-matplotlib); draws with the non-interactive Agg backend.
+Prints the path of the PNG it writes. Bad input (a missing file, directory or column, an
+empty file) is reported on stderr with exit status 2.
+"""
+
+import argparse
+import csv
+import json
+import math
+import os
+import re
+import sys
+
+PROG = "plot.py"
+QUANTILES = (("p50", 0.50), ("p95", 0.95), ("p99", 0.99))
+QUANTILE_COLORS = {"p50": "tab:green", "p95": "tab:orange", "p99": "tab:red"}
+
+
+class InputError(Exception):
+    """Bad input: reported as `plot.py: error: ...` with exit status 2."""
+
+
+def warn(message):
+    print(f"{PROG}: warning: {message}", file=sys.stderr)
+
+
+# --------------------------------------------------------------------------- statistics
+
+
+def quantile(sorted_values, q):
+    """Linear interpolation between closest ranks, as the simulator computes its percentiles."""
+    if not sorted_values:
+        return float("nan")
+    position = q * (len(sorted_values) - 1)
+    below = int(math.floor(position))
+    above = min(below + 1, len(sorted_values) - 1)
+    fraction = position - below
+    return sorted_values[below] + fraction * (sorted_values[above] - sorted_values[below])
+
+
+def ks_distance(a, b):
+    """Two-sample Kolmogorov-Smirnov distance: the largest gap between the empirical CDFs."""
+    a, b = sorted(a), sorted(b)
+    if not a or not b:
+        return float("nan")
+    i = j = 0
+    distance = 0.0
+    while i < len(a) or j < len(b):
+        x = a[i] if j == len(b) or (i < len(a) and a[i] <= b[j]) else b[j]
+        while i < len(a) and a[i] == x:
+            i += 1
+        while j < len(b) and b[j] == x:
+            j += 1
+        distance = max(distance, abs(i / len(a) - j / len(b)))
+    return distance
+
+
+# --------------------------------------------------------------------------- units
+
+TIME_UNITS = (("ns", 1e-9), ("us", 1e-6), ("ms", 1e-3), ("s", 1.0), ("min", 60.0), ("h", 3600.0))
+
+
+def time_unit(values):
+    """The unit ("ms", 1e-3) in which the largest of `values` (seconds) reads best."""
+    finite = [abs(v) for v in values if v is not None and math.isfinite(v)]
+    largest = max(finite) if finite else 1.0
+    if largest < 1e-6:
+        return TIME_UNITS[0]
+    if largest < 1e-3:
+        return TIME_UNITS[1]
+    if largest < 1.0:
+        return TIME_UNITS[2]
+    if largest < 600.0:
+        return TIME_UNITS[3]
+    if largest < 3 * 3600.0:
+        return TIME_UNITS[4]
+    return TIME_UNITS[5]
+
+
+def human_seconds(value):
+    if value is None or not math.isfinite(value):
+        return "n/a"
+    name, factor = time_unit([value])
+    return f"{value / factor:.4g} {name}"
+
+
+_PREFIX = {"": 1.0, "k": 1e3, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15, "E": 1e18}
+_BINARY = {"Ki": 2.0**10, "Mi": 2.0**20, "Gi": 2.0**30, "Ti": 2.0**40, "Pi": 2.0**50}
+
+
+def _unit_table():
+    """suffix -> (family, factor to the family's base unit), as prismsim reads quantities."""
+    table = {}
+    for prefix, factor in _PREFIX.items():
+        for base in ("bps", "b/s", "bit/s"):
+            table[prefix + base] = ("bandwidth_bits", factor)  # bits per second
+        for base in ("Bps", "B/s"):
+            table[prefix + base] = ("bandwidth_bytes", factor)  # bytes per second
+        table[prefix + "B"] = ("size", factor)  # bytes
+        for base in ("flops", "flop/s", "FLOPS", "FLOP/s"):
+            table[prefix + base] = ("flop_rate", factor)
+    for prefix, factor in _BINARY.items():
+        table[prefix + "Bps"] = ("bandwidth_bytes", factor)
+        table[prefix + "B/s"] = ("bandwidth_bytes", factor)
+        table[prefix + "B"] = ("size", factor)
+    for name, factor in TIME_UNITS:
+        table[name] = ("duration", factor)
+    return table
+
+
+UNITS = _unit_table()
+# The units an axis shows, per family, smallest first (the family's base unit has factor 1).
+DISPLAY_UNITS = {
+    "bandwidth_bits": [("bps", 1.0), ("Kbps", 1e3), ("Mbps", 1e6), ("Gbps", 1e9), ("Tbps", 1e12)],
+    "bandwidth_bytes": [("B/s", 1.0), ("KB/s", 1e3), ("MB/s", 1e6), ("GB/s", 1e9), ("TB/s", 1e12)],
+    "bandwidth_bytes_binary": [("B/s", 1.0), ("KiB/s", 2.0**10), ("MiB/s", 2.0**20),
+                               ("GiB/s", 2.0**30), ("TiB/s", 2.0**40)],
+    "size": [("B", 1.0), ("KB", 1e3), ("MB", 1e6), ("GB", 1e9), ("TB", 1e12)],
+    "size_binary": [("B", 1.0), ("KiB", 2.0**10), ("MiB", 2.0**20), ("GiB", 2.0**30),
+                    ("TiB", 2.0**40)],
+    "duration": list(TIME_UNITS),
+    "flop_rate": [("flops", 1.0), ("Kflops", 1e3), ("Mflops", 1e6), ("Gflops", 1e9),
+                  ("Tflops", 1e12), ("Pflops", 1e15)],
+}
+_QUANTITY = re.compile(r"^\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*(\S*)\s*$")
+
+
+def parse_quantity(text):
+    """("100Gbps") -> ("bandwidth_bits", 1e11, "Gbps"); a plain number has family "";
+    None when the text is not a number with a known unit."""
+    match = _QUANTITY.match(text)
+    if not match:
+        return None
+    number, suffix = float(match.group(1)), match.group(2)
+    if not math.isfinite(number):
+        return None
+    if suffix == "":
+        return "", number, ""
+    if suffix not in UNITS:
+        return None
+    family, factor = UNITS[suffix]
+    return family, number * factor, suffix
+
+
+def numeric_axis(texts):
+    """Reads a column's values as numbers on one axis.
+
+    Returns (values in the display unit, unit name or "") or None when the values are not
+    all quantities of one kind (they are then categories)."""
+    parsed = [parse_quantity(t) for t in texts]
+    if any(p is None for p in parsed):
+        return None
+    families = {p[0] for p in parsed if p[0]}
+    if families == {"bandwidth_bits", "bandwidth_bytes"}:  # mixed: show everything in bits
+        parsed = [("bandwidth_bits", v * 8.0, s) if f == "bandwidth_bytes" else (f, v, s)
+                  for f, v, s in parsed]
+        families = {"bandwidth_bits"}
+    if not families:
+        return [p[1] for p in parsed], ""
+    if len(families) > 1:
+        return None
+    family = families.pop()
+    # A bare number next to quantities is in the base unit (bytes, seconds, ...), as prismsim
+    # reads a bare byte count.
+    base = [p[1] for p in parsed]
+    suffixes = {p[2] for p in parsed}
+    display_family = family
+    if family in ("size", "bandwidth_bytes") and any("i" in s for s in suffixes):
+        display_family = family + "_binary"
+    units = DISPLAY_UNITS[display_family]
+    magnitudes = sorted(abs(v) for v in base if v != 0)
+    typical = quantile(magnitudes, 0.5) if magnitudes else 1.0
+    name, factor = units[0]
+    for candidate, candidate_factor in units:
+        if typical >= candidate_factor:
+            name, factor = candidate, candidate_factor
+    return [v / factor for v in base], name
+
+
+def format_tick(value):
+    return f"{value:.4g}"
+
+
+# --------------------------------------------------------------------------- inputs
+
+
+def read_csv(path, required, what):
+    """Rows of a CSV file as dicts; checks it exists, is not empty and has the columns."""
+    if os.path.isdir(path):
+        raise InputError(f"'{path}' is a directory, expected {what}")
+    if not os.path.isfile(path):
+        raise InputError(f"cannot read {what} '{path}': no such file")
+    try:
+        with open(path, newline="", encoding="utf-8") as handle:
+            reader = csv.reader(handle)
+            header = next(reader, None)
+            if header is None or not any(cell.strip() for cell in header):
+                raise InputError(f"{what} '{path}' is empty")
+            header = [cell.strip() for cell in header]
+            missing = [c for c in required if c not in header]
+            if missing:
+                raise InputError(
+                    f"{what} '{path}' has no column{'s' if len(missing) > 1 else ''} "
+                    f"{', '.join(repr(c) for c in missing)} "
+                    f"(columns: {', '.join(header)})")
+            rows = []
+            for line, cells in enumerate(reader, start=2):
+                if not cells or not any(cell.strip() for cell in cells):
+                    continue
+                if len(cells) != len(header):
+                    raise InputError(f"{path}:{line}: expected {len(header)} fields, "
+                                     f"found {len(cells)}")
+                rows.append((line, dict(zip(header, (cell.strip() for cell in cells)))))
+    except (OSError, UnicodeDecodeError) as error:
+        raise InputError(f"cannot read {what} '{path}': {error}") from None
+    if not rows:
+        raise InputError(f"{what} '{path}' has a header but no rows")
+    return header, rows
+
+
+def to_float(text, path, line, column):
+    try:
+        value = float(text)
+    except ValueError:
+        raise InputError(f"{path}:{line}: '{column}' is not a number: '{text}'") from None
+    return value
+
+
+def optional_float(text):
+    """A sweep cell: a number, or None for an empty or non-finite one."""
+    try:
+        value = float(text)
+    except ValueError:
+        return None
+    return value if math.isfinite(value) else None
+
+
+class Study:
+    """One `prismsim run --out` directory: its step and job times and its summary."""
+
+    def __init__(self, directory):
+        if not os.path.exists(directory):
+            raise InputError(f"no such directory: '{directory}'")
+        if not os.path.isdir(directory):
+            raise InputError(f"'{directory}' is not a directory (expected a prismsim --out "
+                             f"directory with runs.csv and summary.json)")
+        self.directory = directory
+        runs_csv = os.path.join(directory, "runs.csv")
+        _, rows = read_csv(runs_csv, ("run", "step", "step_time_s"), "runs file")
+        self.summary = self._read_summary(os.path.join(directory, "summary.json"))
+        by_run = {}
+        self.step_times = []
+        for line, row in rows:
+            run = row["run"]
+            step = to_float(row["step"], runs_csv, line, "step")
+            time = to_float(row["step_time_s"], runs_csv, line, "step_time_s")
+            by_run.setdefault(run, []).append((step, time))
+            self.step_times.append(time)
+        full = max(len(steps) for steps in by_run.values())
+        self.job_times = [sum(t for _, t in steps) for steps in by_run.values() if len(steps) == full]
+        self.runs = len(by_run)
+        self.runs_cut_short = self.runs - len(self.job_times)
+        self.scenario = self.summary.get("scenario") or os.path.basename(
+            os.path.normpath(directory))
+
+    @staticmethod
+    def _read_summary(path):
+        if not os.path.exists(path):
+            warn(f"no summary.json in '{os.path.dirname(path)}': percentiles are computed "
+                 f"from runs.csv")
+            return {}
+        try:
+            with open(path, encoding="utf-8") as handle:
+                text = handle.read()
+        except (OSError, UnicodeDecodeError) as error:
+            raise InputError(f"cannot read summary '{path}': {error}") from None
+        if not text.strip():
+            raise InputError(f"summary '{path}' is empty")
+        try:
+            summary = json.loads(text)
+        except ValueError as error:
+            raise InputError(f"summary '{path}' is not valid JSON: {error}") from None
+        if not isinstance(summary, dict):
+            raise InputError(f"summary '{path}' is not a JSON object")
+        return summary
+
+    def values(self, metric):
+        return self.step_times if metric == "step_time" else self.job_times
+
+    def percentiles(self, metric):
+        """{"p50": (value, (lo, hi) or None), ...}: the summary's, else computed from the data."""
+        stats = self.summary.get(metric + "_s")
+        stats = stats if isinstance(stats, dict) else {}
+        ci = stats.get("ci") if isinstance(stats.get("ci"), dict) else {}
+        ordered = sorted(self.values(metric))
+        result = {}
+        for name, q in QUANTILES:
+            value = stats.get(name)
+            if not isinstance(value, (int, float)):
+                value = quantile(ordered, q)
+            interval = ci.get(name)
+            if not (isinstance(interval, list) and len(interval) == 2
+                    and all(isinstance(v, (int, float)) for v in interval)):
+                interval = None
+            result[name] = (float(value), interval)
+        return result
+
+    def baseline(self, metric):
+        baseline = self.summary.get("baseline")
+        if not isinstance(baseline, dict):
+            return None
+        value = baseline.get(metric + "_s")
+        if isinstance(value, dict):  # a distribution-shaped entry: its middle
+            value = value.get("p50", value.get("mean"))
+        return float(value) if isinstance(value, (int, float)) else None
+
+    def deadlines(self):
+        """[(deadline_s, probability of missing it or None)]"""
+        result = []
+        deadlines = self.summary.get("deadlines")
+        for item in deadlines if isinstance(deadlines, list) else []:
+            if not isinstance(item, dict) or not isinstance(item.get("deadline_s"), (int, float)):
+                continue
+            p = item.get("p_miss", item.get("p_job_time_exceeds"))
+            if not isinstance(p, (int, float)):
+                # Not in the summary: the share of completed runs slower than the deadline.
+                p = (sum(j > item["deadline_s"] for j in self.job_times) / len(self.job_times)
+                     if self.job_times else None)
+            result.append((float(item["deadline_s"]), p))
+        return result
+
+
+# --------------------------------------------------------------------------- drawing
+
+
+def load_pyplot():
+    try:
+        import matplotlib
+    except ImportError:
+        raise InputError("matplotlib is not installed for this python3 "
+                         "(Debian/Ubuntu: apt-get install python3-matplotlib)") from None
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    return plt
+
+
+def save(fig, path):
+    try:
+        fig.savefig(path, dpi=110, metadata={"Software": None})
+    except (OSError, ValueError) as error:
+        raise InputError(f"cannot write '{path}': {error}") from None
+    print(path)
+
+
+def padded_limits(points):
+    """An x range that keeps every marked value in view and a single-valued CDF readable."""
+    finite = [p for p in points if p is not None and math.isfinite(p)]
+    if not finite:
+        return 0.0, 1.0
+    low, high = min(finite), max(finite)
+    span = high - low
+    if span > abs(high) * 1e-6:
+        margin = span * 0.06
+    else:  # one value, up to rounding: a window of +-1% around it
+        margin = abs(high) * 0.01 or 1.0
+    return low - margin, high + margin
+
+
+def draw_cdf(ax, values, factor, limits, **style):
+    """The empirical CDF as a staircase: 0 left of the smallest value, 1 from the largest on,
+    drawn across the whole x range `limits` (in the display unit)."""
+    ordered = sorted(v / factor for v in values)
+    n = len(ordered)
+    xs = [min(limits[0], ordered[0])] + ordered + [max(limits[1], ordered[-1])]
+    ys = [0.0] + [(i + 1) / n for i in range(n)] + [1.0]
+    return ax.step(xs, ys, where="post", zorder=3, **style)[0]
+
+
+LABELS = {"step_time": "step time", "job_time": "job time"}
+
+
+def cdf_panel(ax, study, metric):
+    values = study.values(metric)
+    title = LABELS[metric]
+    if metric == "job_time" and study.runs_cut_short:
+        title += f" ({len(values)} complete runs, {study.runs_cut_short} cut short left out)"
+    ax.set_title(title, fontsize=10)
+    ax.set_ylabel("fraction of " + ("steps" if metric == "step_time" else "runs") + " ≤ x")
+    ax.set_ylim(0, 1.02)
+    ax.grid(True, alpha=0.3)
+    if not values:
+        ax.text(0.5, 0.5, "no complete runs", ha="center", va="center", transform=ax.transAxes)
+        ax.set_xlabel(LABELS[metric])
+        return
+    percentiles = study.percentiles(metric)
+    baseline = study.baseline(metric)
+    deadlines = study.deadlines() if metric == "job_time" else []
+    marks = list(values) + [v for v, _ in percentiles.values()] + [d for d, _ in deadlines]
+    marks += [baseline] if baseline is not None else []
+    unit, factor = time_unit(marks)
+    limits = padded_limits([m / factor for m in marks])
+    level = study.summary.get("confidence_intervals", {})
+    level = level.get("level", 0.95) if isinstance(level, dict) else 0.95
+    draw_cdf(ax, values, factor, limits, color="tab:blue", linewidth=1.6,
+             label=f"{len(values)} {'steps' if metric == 'step_time' else 'runs'}")
+    for name, (value, interval) in percentiles.items():
+        color = QUANTILE_COLORS[name]
+        label = f"{name} = {human_seconds(value)}"
+        if interval:
+            label += f"  ({level * 100:g}% CI {interval[0] / factor:.4g}–{interval[1] / factor:.4g} {unit})"
+            if interval[1] > interval[0]:
+                ax.axvspan(interval[0] / factor, interval[1] / factor, color=color, alpha=0.12,
+                           linewidth=0)
+        ax.axvline(value / factor, color=color, linewidth=1.2, label=label)
+    for deadline, p in deadlines:
+        miss = "n/a" if p is None else f"{p:.3g}"
+        ax.axvline(deadline / factor, color="black", linestyle="--", linewidth=1.2,
+                   label=f"deadline {human_seconds(deadline)}: P(miss) = {miss}")
+    if baseline is not None:
+        ax.axvline(baseline / factor, color="tab:purple", linestyle=":", linewidth=1.8,
+                   label=f"no-variation baseline = {human_seconds(baseline)}")
+    ax.set_xlim(*limits)
+    ax.set_xlabel(f"{LABELS[metric]} ({unit})")
+    ax.legend(loc="lower right", fontsize=8, framealpha=0.9)
+
+
+def command_cdf(args):
+    study = Study(args.outdir)
+    output = args.output or os.path.join(args.outdir, "cdf.png")
+    plt = load_pyplot()
+    fig, axes = plt.subplots(1, 2, figsize=(14, 5.2))
+    cdf_panel(axes[0], study, "step_time")
+    cdf_panel(axes[1], study, "job_time")
+    runs = study.summary.get("runs", study.runs)
+    steps = study.summary.get("steps")
+    subtitle = f"{runs} runs" + (f" × {steps} steps" if steps is not None else "")
+    fig.suptitle(f"{study.scenario}  ({subtitle})", fontsize=12)
+    fig.tight_layout()
+    save(fig, output)
+    plt.close(fig)
+
+
+def compare_panel(ax, studies, labels, metric):
+    from matplotlib.lines import Line2D
+
+    colors = ("tab:blue", "tab:orange")
+    ax.set_title(LABELS[metric], fontsize=10)
+    ax.set_ylabel("fraction of " + ("steps" if metric == "step_time" else "runs") + " ≤ x")
+    ax.set_ylim(0, 1.02)
+    ax.grid(True, alpha=0.3)
+    present = [s for s in studies if s.values(metric)]
+    if not present:
+        ax.text(0.5, 0.5, "no complete runs", ha="center", va="center", transform=ax.transAxes)
+        ax.set_xlabel(LABELS[metric])
+        return
+    marks = []
+    for study in present:
+        marks += study.values(metric) + [v for v, _ in study.percentiles(metric).values()]
+    unit, factor = time_unit(marks)
+    limits = padded_limits([m / factor for m in marks])
+    handles = []
+    for study, label, color in zip(studies, labels, colors):
+        values = study.values(metric)
+        if not values:
+            handles.append(Line2D([], [], color=color, label=f"{label}: no complete runs"))
+            continue
+        percentiles = study.percentiles(metric)
+        text = "  ".join(f"{name} {human_seconds(v)}" for name, (v, _) in percentiles.items())
+        handles.append(draw_cdf(ax, values, factor, limits, color=color, linewidth=1.6,
+                                label=f"{label} (n={len(values)}): {text}"))
+        for name, q in QUANTILES:
+            ax.plot([percentiles[name][0] / factor], [q], marker="o", markersize=5,
+                    color=color, linestyle="none", zorder=4)
+    distance = ks_distance(studies[0].values(metric), studies[1].values(metric))
+    ks_text = "n/a" if math.isnan(distance) else f"{distance:.3f}"
+    handles.append(Line2D([], [], linestyle="none", label=f"KS distance D = {ks_text}"))
+    handles.append(Line2D([], [], linestyle="none", marker="o", color="grey",
+                          label="dots: p50, p95, p99"))
+    ax.set_xlim(*limits)
+    ax.set_xlabel(f"{LABELS[metric]} ({unit})")
+    ax.legend(handles=handles, loc="lower right", fontsize=8, framealpha=0.9)
+
+
+def command_compare(args):
+    studies = [Study(args.dir_a), Study(args.dir_b)]
+    if args.labels:
+        labels = list(args.labels)
+    else:
+        labels = [os.path.basename(os.path.normpath(d)) for d in (args.dir_a, args.dir_b)]
+        if labels[0] == labels[1]:
+            labels = [os.path.normpath(d) for d in (args.dir_a, args.dir_b)]
+    output = args.output or os.path.join(args.dir_a, "compare.png")
+    plt = load_pyplot()
+    fig, axes = plt.subplots(1, 2, figsize=(14, 5.2))
+    compare_panel(axes[0], studies, labels, "step_time")
+    compare_panel(axes[1], studies, labels, "job_time")
+    names = [s.scenario for s in studies]
+    title = names[0] if names[0] == names[1] else f"{names[0]} vs {names[1]}"
+    fig.suptitle(f"{labels[0]} vs {labels[1]}  ({title})", fontsize=12)
+    fig.tight_layout()
+    save(fig, output)
+    plt.close(fig)
+
+
+STATS = ("min", "p50", "p95", "p99", "max")
+
+
+def swept_columns(header):
+    """The swept settings: the columns between `point` and `runs` in what prismsim sweep writes."""
+    if "point" in header and "runs" in header and header.index("point") < header.index("runs"):
+        return header[header.index("point") + 1:header.index("runs")]
+    fixed = {"point", "runs", "runs_completed"}
+    return [c for c in header if c not in fixed and not c.startswith(("step_time_", "job_time_"))]
+
+
+def command_sweep(args):
+    metric = args.metric
+    columns = [f"{metric}_{stat}_s" for stat in STATS]
+    required = [args.x] + ([args.series] if args.series else []) + columns
+    header, rows = read_csv(args.csv, required, "sweep file")
+    x_texts = [row[args.x] for _, row in rows]
+    numeric = numeric_axis(x_texts)
+    categories = []
+    if numeric is None:
+        for text in x_texts:
+            if text not in categories:
+                categories.append(text)
+        xs = [float(categories.index(t)) for t in x_texts]
+        x_unit = ""
+        if args.log_x:
+            warn(f"'{args.x}' holds categories, not numbers: --log-x is ignored")
+    else:
+        xs, x_unit = numeric
+        if args.log_x and any(x <= 0 for x in xs):
+            warn(f"'{args.x}' has values ≤ 0, which a log axis leaves out")
+
+    def group(by):
+        """{label: [point, ...]} with one entry per distinct value of the columns `by`, in
+        order of appearance; the points sorted along x."""
+        series = {}
+        for (_, row), x, text in zip(rows, xs, x_texts):
+            label = ", ".join(f"{c} = {row[c]}" for c in by) if len(by) > 1 else (
+                row[by[0]] if by else "")
+            point = {stat: optional_float(row[f"{metric}_{stat}_s"]) for stat in STATS}
+            point["x"], point["text"] = x, text
+            series.setdefault(label, []).append(point)
+        for points in series.values():
+            points.sort(key=lambda p: p["x"])
+        return series
+
+    def shares_x(series):
+        return any(len({p["x"] for p in points}) < len(points) for points in series.values())
+
+    by = [args.series] if args.series else []
+    series = group(by)
+    if shares_x(series):
+        # Another swept setting varies too: one line per combination rather than a zigzag.
+        others = [c for c in swept_columns(header) if c not in by and c != args.x
+                  and len({row[c] for _, row in rows}) > 1]
+        if others:
+            warn(f"several rows share a value of '{args.x}': one line per value of "
+                 f"{', '.join(others)} too (pick the one to compare with --series)")
+            by += others
+            series = group(by)
+        else:
+            warn(f"several rows share a value of '{args.x}'")
+    ys = [p[s] for points in series.values() for p in points for s in STATS if p[s] is not None]
+    if not ys:
+        raise InputError(f"sweep file '{args.csv}' has no {LABELS[metric]} values "
+                         f"(no point completed a run{'' if metric == 'step_time' else ' in full'})")
+    y_unit, factor = time_unit(ys)
+
+    plt = load_pyplot()
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
+
+    fig, ax = plt.subplots(figsize=(10, 6))
+    colors = plt.rcParams["axes.prop_cycle"].by_key().get("color", ["tab:blue"])
+    series_handles = []
+    for index, (key, points) in enumerate(series.items()):
+        color = colors[index % len(colors)]
+
+        def column(stat, points=points):
+            kept = [p for p in points if p[stat] is not None]
+            return [p["x"] for p in kept], [p[stat] / factor for p in kept]
+
+        band = [p for p in points if p["min"] is not None and p["max"] is not None]
+        ax.fill_between([p["x"] for p in band], [p["min"] / factor for p in band],
+                        [p["max"] / factor for p in band], color=color, alpha=0.08, linewidth=0)
+        band = [p for p in points if p["p50"] is not None and p["p95"] is not None]
+        ax.fill_between([p["x"] for p in band], [p["p50"] / factor for p in band],
+                        [p["p95"] / factor for p in band], color=color, alpha=0.28, linewidth=0)
+        ax.plot(*column("p99"), color=color, linestyle="--", linewidth=1.2)
+        line = ax.plot(*column("p50"), color=color, marker="o", linewidth=1.8, markersize=5)[0]
+        if by:
+            line.set_label(f"{by[0]} = {key}" if len(by) == 1 else key)
+            series_handles.append(line)
+        missing = [p["text"] for p in points if p["p50"] is None]
+        if missing:
+            where = f" ({by[0]} = {key})" if len(by) == 1 else (f" ({key})" if by else "")
+            warn(f"no {LABELS[metric]} at {args.x} = {', '.join(missing)}{where}: left out")
+
+    style_color = "dimgray" if by else colors[0]
+    style_handles = [
+        Line2D([], [], color=style_color, marker="o", linewidth=1.8, label="p50"),
+        Patch(facecolor=style_color, alpha=0.28, label="p50–p95"),
+        Line2D([], [], color=style_color, linestyle="--", linewidth=1.2, label="p99"),
+        Patch(facecolor=style_color, alpha=0.08, label="min–max"),
+    ]
+    if series_handles:
+        legend = ax.legend(handles=series_handles, loc="upper left", fontsize=9,
+                           title=by[0] if len(by) == 1 else None, title_fontsize=9)
+        ax.add_artist(legend)
+        ax.legend(handles=style_handles, loc="upper right", fontsize=9)
+    else:
+        ax.legend(handles=style_handles, loc="best", fontsize=9)
+
+    if categories:
+        ax.set_xticks(range(len(categories)))
+        ax.set_xticklabels(categories, rotation=30 if len(categories) > 6 else 0,
+                           ha="right" if len(categories) > 6 else "center")
+        ax.set_xlim(-0.4, len(categories) - 0.6)
+    else:
+        if args.log_x:
+            ax.set_xscale("log")
+        distinct = sorted(set(xs))
+        if len(distinct) <= 12:  # mark the swept values themselves
+            shown = [x for x in distinct if x > 0] if args.log_x else distinct
+            ax.set_xticks(shown)
+            ax.set_xticklabels([format_tick(x) for x in shown])
+            ax.minorticks_off()
+    ax.set_xlabel(args.x + (f" ({x_unit})" if x_unit else ""))
+    ax.set_ylabel(f"{LABELS[metric]} ({y_unit})")
+    ax.grid(True, alpha=0.3)
+    ax.set_title(f"{LABELS[metric]} against {args.x}  ({os.path.basename(args.csv)})",
+                 fontsize=11)
+    fig.tight_layout()
+    output = args.output or os.path.join(os.path.dirname(args.csv), f"sweep-{metric}.png")
+    save(fig, output)
+    plt.close(fig)
+
+
+# --------------------------------------------------------------------------- command line
+
+
+class Parser(argparse.ArgumentParser):
+    def error(self, message):
+        self.print_usage(sys.stderr)
+        print(f"{self.prog}: error: {message}", file=sys.stderr)
+        sys.exit(2)
+
+
+def parse_args(argv):
+    parser = Parser(prog=PROG, description="Plots of prismsim results (PNG, matplotlib Agg).")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
+    commands.required = True
+
+    cdf = commands.add_parser(
+        "cdf", help="CDFs of step and job times of one `prismsim run --out` directory",
+        description="Empirical CDFs of step times and job times, with p50/p95/p99, deadlines "
+                    "and the no-variation baseline when the summary has them.")
+    cdf.add_argument("outdir", metavar="OUTDIR", help="directory with runs.csv and summary.json")
+    cdf.add_argument("-o", "--output", metavar="FILE.png", help="default: OUTDIR/cdf.png")
+    cdf.set_defaults(run=command_cdf)
+
+    compare = commands.add_parser(
+        "compare", help="two studies' CDFs overlaid, with the KS distance",
+        description="Step-time and job-time CDFs of two studies overlaid; the legend gives "
+                    "each one's p50/p95/p99 and the two-sample Kolmogorov-Smirnov distance.")
+    compare.add_argument("dir_a", metavar="DIR_A")
+    compare.add_argument("dir_b", metavar="DIR_B")
+    compare.add_argument("--labels", nargs=2, metavar=("A", "B"),
+                         help="legend names (default: the directory names)")
+    compare.add_argument("-o", "--output", metavar="FILE.png", help="default: DIR_A/compare.png")
+    compare.set_defaults(run=command_compare)
+
+    sweep = commands.add_parser(
+        "sweep", help="a metric against a swept setting (from `prismsim sweep`)",
+        description="p50 (line), p50..p95 (band), p99 (dashed) and min..max (light band) "
+                    "of a metric against the values of one swept setting.")
+    sweep.add_argument("csv", metavar="SWEEP.csv")
+    sweep.add_argument("--x", required=True, metavar="COLUMN", help="the swept setting on x")
+    sweep.add_argument("--series", metavar="COLUMN", help="one line per value of this column")
+    sweep.add_argument("--metric", choices=("step_time", "job_time"), default="step_time")
+    sweep.add_argument("--log-x", action="store_true", help="logarithmic x axis")
+    sweep.add_argument("-o", "--output", metavar="FILE.png",
+                       help="default: sweep-METRIC.png next to SWEEP.csv")
+    sweep.set_defaults(run=command_sweep)
+    return parser.parse_args(argv)
+
+
+def main(argv=None):
+    args = parse_args(sys.argv[1:] if argv is None else argv)
+    try:
+        args.run(args)
+    except InputError as error:
+        print(f"{PROG}: error: {error}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,477 @@
+#include "config/variability_loader.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <limits>
+#include <memory>
+
+#include <fmt/format.h>
+
+#include "config/map_reader.hpp"
+#include "core/text.hpp"
+#include "core/units.hpp"
+
+namespace prismsim {
+namespace {
+
+constexpr double kAnyNumber = std::numeric_limits<double>::lowest();
+const std::vector<std::string> kFamilies = {"normal",    "lognormal", "gamma",  "uniform",
+                                            "empirical", "mixture",   "constant"};
+
+/// What values a distribution may take.
+enum class Support { positive, any };
+
+DistributionSpec read_distribution(const ConfigNode& node, const std::string& path,
+                                   Support support, Diagnostics& diags);
+
+template <typename T, typename U>
+void assign(T& field, const std::optional<U>& value) {
+  if (value) field = static_cast<T>(*value);
+}
+
+/// Samples from a file: one number per line; blank lines and lines starting with '#' are skipped.
+std::vector<double> read_sample_file(const ConfigNode& node, const std::string& path,
+                                     Diagnostics& diags) {
+  const std::string dir = parent_directory(*node.loc.file);
+  const std::string file = dir.empty() || node.scalar.starts_with('/')
+                               ? node.scalar
+                               : dir + "/" + node.scalar;
+  std::ifstream in(file);
+  if (!in) {
+    diags.error(node.loc, fmt::format("'{}': cannot read sample file '{}'", path, file));
+    return {};
+  }
+  std::vector<double> samples;
+  std::string line;
+  const auto shared = std::make_shared<const std::string>(file);
+  for (int number = 1; std::getline(in, line); ++number) {
+    const auto fields = split_fields(line, ' ');
+    if (fields.empty() || fields[0].starts_with('#')) continue;
+    const auto value = fields.size() == 1 ? parse_number(fields[0]) : std::nullopt;
+    if (!value || !std::isfinite(*value)) {
+      diags.error(SourceLoc{shared, number, 1},
+                  fmt::format("expected one number per line, got '{}'", line));
+      return {};
+    }
+    samples.push_back(*value);
+  }
+  return samples;
+}
+
+/// The parameters of one family, from the map `r` (the value of the family's key).
+void read_family(DistributionSpec& d, MapReader& r, Support support) {
+  using Family = DistributionSpec::Family;
+  Diagnostics& diags = r.diags();
+  const double low = support == Support::positive ? 0.0 : kAnyNumber;
+  auto pick_one = [&](const std::vector<std::string>& keys) -> std::string {
+    std::string found;
+    for (const auto& key : keys) {
+      if (r.get(key, false) == nullptr) continue;
+      if (!found.empty()) {
+        diags.error(r.loc(), fmt::format("'{}' takes one of '{}' and '{}', not both", r.path(),
+                                         found, key));
+      }
+      found = key;
+    }
+    if (found.empty()) {
+      diags.error(r.loc(), fmt::format("'{}' needs one of '{}'", r.path(),
+                                       fmt::join(keys, "', '")));
+    }
+    return found;
+  };
+  switch (d.family) {
+    case Family::normal: {
+      assign(d.mean, r.number("mean", true, kAnyNumber, false));
+      assign(d.stddev, r.number("stddev", true, 0.0, true));
+      d.floor = support == Support::positive ? 0.0 : -std::numeric_limits<double>::infinity();
+      assign(d.floor, r.number("floor", false, low, false));
+      if (d.stddev > 0 && d.floor > d.mean + 3 * d.stddev) {
+        diags.error(r.loc(), fmt::format("'{}': the floor {} leaves almost nothing of a normal "
+                                         "of mean {} and stddev {}", r.path(), d.floor, d.mean,
+                                         d.stddev));
+      }
+      break;
+    }
+    case Family::lognormal: {
+      assign(d.sigma, r.number("sigma", true, 0.0, true));
+      assign(d.shift, r.number("shift", false, low, false));
+      const std::string by = pick_one({"mu", "median", "mean"});
+      if (by == "mu") {
+        assign(d.mu, r.number("mu", true, kAnyNumber, false));
+      } else if (!by.empty()) {
+        const auto v = r.number(by, true, d.shift, true);
+        if (v) d.mu = by == "median" ? std::log(*v - d.shift)
+                                     : std::log(*v - d.shift) - d.sigma * d.sigma / 2;
+        if (!v && r.valid()) {
+          diags.error(r.get(by, false)->loc,
+                      fmt::format("'{}' must exceed the shift", r.path_of(by)));
+        }
+      }
+      break;
+    }
+    case Family::gamma: {
+      assign(d.shape, r.number("shape", true, 0.0, true));
+      assign(d.shift, r.number("shift", false, low, false));
+      const std::string by = pick_one({"scale", "mean"});
+      if (by == "scale") {
+        assign(d.scale, r.number("scale", true, 0.0, true));
+      } else if (!by.empty()) {
+        if (auto v = r.number("mean", true, d.shift, true); v && d.shape > 0) {
+          d.scale = (*v - d.shift) / d.shape;
+        }
+      }
+      break;
+    }
+    case Family::uniform: {
+      assign(d.low, r.number("min", true, low, support == Support::positive));
+      assign(d.high, r.number("max", true, kAnyNumber, false));
+      if (d.high <= d.low && r.get("max", false) != nullptr && r.get("min", false) != nullptr) {
+        diags.error(r.loc(), fmt::format("'{}': max must exceed min", r.path()));
+      }
+      break;
+    }
+    case Family::empirical: {
+      const std::string by = pick_one({"samples", "file"});
+      if (by == "samples") {
+        if (const ConfigNode* list = r.list("samples", true)) {
+          for (const auto& item : list->items) {
+            const auto v = item.is_scalar() ? parse_number(item.scalar) : std::nullopt;
+            if (!v || !std::isfinite(*v)) {
+              diags.error(item.loc, fmt::format("'{}' must hold numbers", r.path_of("samples")));
+            } else {
+              d.samples.push_back(*v);
+            }
+          }
+        }
+      } else if (by == "file") {
+        if (auto file = r.get("file", true); file != nullptr && file->is_scalar()) {
+          d.samples = read_sample_file(*file, r.path_of("file"), diags);
+        } else if (file != nullptr) {
+          diags.error(file->loc, fmt::format("'{}' must be a file name", r.path_of("file")));
+        }
+      }
+      if (!by.empty() && d.samples.empty()) {
+        diags.error(r.loc(), fmt::format("'{}' has no samples", r.path()));
+      }
+      for (double v : d.samples) {
+        if (support == Support::positive && v <= 0) {
+          diags.error(r.loc(), fmt::format("'{}': samples must be positive, got {}", r.path(), v));
+          break;
+        }
+      }
+      break;
+    }
+    case Family::constant:
+    case Family::mixture:
+      break;
+  }
+}
+
+DistributionSpec read_mixture(const ConfigNode& list, const std::string& path, Support support,
+                              Diagnostics& diags) {
+  DistributionSpec d;
+  d.family = DistributionSpec::Family::mixture;
+  if (!list.is_sequence() || list.items.empty()) {
+    diags.error(list.loc, fmt::format("'{}' must be a list of components, each with a 'weight' "
+                                      "and one distribution", path));
+    return d;
+  }
+  double total = 0;
+  for (size_t i = 0; i < list.items.size(); ++i) {
+    const ConfigNode& item = list.items[i];
+    const std::string item_path = fmt::format("{}.{}", path, i);
+    if (!item.is_map()) {
+      diags.error(item.loc, fmt::format("'{}' must be a map with 'weight' and one distribution",
+                                        item_path));
+      continue;
+    }
+    double weight = 0;
+    ConfigNode rest = item;
+    rest.entries.clear();
+    for (const auto& entry : item.entries) {
+      if (entry.key != "weight") {
+        rest.entries.push_back(entry);
+        continue;
+      }
+      const auto w = entry.value.is_scalar() ? parse_number(entry.value.scalar) : std::nullopt;
+      if (!w || !(*w > 0) || !std::isfinite(*w)) {
+        diags.error(entry.value.loc,
+                    fmt::format("'{}.weight' must be a positive number", item_path));
+      } else {
+        weight = *w;
+      }
+    }
+    if (weight == 0 && item.find("weight") == nullptr) {
+      diags.error(item.loc, fmt::format("'{}' needs a 'weight'", item_path));
+    }
+    DistributionSpec component = read_distribution(rest, item_path, support, diags);
+    if (component.family == DistributionSpec::Family::mixture) {
+      diags.error(item.loc, fmt::format("'{}': mixtures cannot nest", item_path));
+    }
+    total += weight;
+    d.components.emplace_back(weight, std::move(component));
+  }
+  for (auto& [weight, component] : d.components) weight = total > 0 ? weight / total : 0;
+  return d;
+}
+
+DistributionSpec read_distribution(const ConfigNode& node, const std::string& path,
+                                   Support support, Diagnostics& diags) {
+  DistributionSpec d;
+  const char* expected =
+      "a number or a map with one of normal, lognormal, gamma, uniform, empirical, mixture";
+  if (node.is_scalar()) {
+    const auto v = parse_number(node.scalar);
+    if (!v || !std::isfinite(*v) || (support == Support::positive && *v <= 0)) {
+      diags.error(node.loc, fmt::format("'{}' must be {}{}, got '{}'", path,
+                                        support == Support::positive ? "a positive number or "
+                                                                     : "",
+                                        expected, node.scalar));
+    } else {
+      d.value = *v;
+    }
+    return d;
+  }
+  if (!node.is_map() || node.entries.size() != 1) {
+    diags.error(node.loc, fmt::format("'{}' must be {}", path, expected));
+    return d;
+  }
+  const ConfigEntry& entry = node.entries.front();
+  const std::string family_path = path + "." + entry.key;
+  auto it = std::find(kFamilies.begin(), kFamilies.end(), entry.key);
+  if (it == kFamilies.end()) {
+    const std::string near = closest_match(entry.key, kFamilies);
+    diags.error(entry.key_loc, fmt::format("unknown distribution '{}' in '{}'{}", entry.key, path,
+                                           near.empty() ? ""
+                                                        : fmt::format(" (did you mean '{}'?)",
+                                                                      near)));
+    return d;
+  }
+  if (entry.key == "mixture") return read_mixture(entry.value, family_path, support, diags);
+  if (entry.key == "constant") return read_distribution(entry.value, family_path, support, diags);
+  d.family = static_cast<DistributionSpec::Family>(it - kFamilies.begin() + 1);
+  if (!entry.value.is_map()) {
+    diags.error(entry.value.loc, fmt::format("'{}' must be a map of parameters", family_path));
+    return d;
+  }
+  MapReader r(entry.value, family_path, diags);
+  read_family(d, r, support);
+  r.finish();
+  return d;
+}
+
+/// An optional distribution at `key` of `r`.
+std::optional<DistributionSpec> distribution_at(MapReader& r, std::string_view key,
+                                                Support support = Support::positive) {
+  const ConfigNode* node = r.get(key, false);
+  if (node == nullptr) return std::nullopt;
+  return read_distribution(*node, r.path_of(key), support, r.diags());
+}
+
+void read_kernels(MapReader& parent, VariabilitySpec& v) {
+  const ConfigNode* node = parent.map("kernels", false);
+  if (node == nullptr) return;
+  MapReader r(*node, parent.path_of("kernels"), parent.diags());
+  if (auto d = distribution_at(r, "default")) {
+    v.has_kernel_default = true;
+    v.kernel_default = *d;
+  }
+  for (const char* name : {"gemm", "attention", "elementwise", "optimizer"}) {
+    if (auto d = distribution_at(r, name)) v.kernel_classes[name] = *d;
+  }
+  if (const ConfigNode* comm = r.get("communication", false)) {
+    r.diags().error(comm->loc, fmt::format("'{}': communication varies by scope under "
+                                           "'variability.network.jitter'",
+                                           r.path_of("communication")));
+  }
+  if (const ConfigNode* names = r.map("names", false)) {
+    for (const auto& entry : names->entries) {
+      v.kernel_names.emplace_back(
+          entry.key, read_distribution(entry.value, r.path_of("names") + "." + entry.key,
+                                       Support::positive, r.diags()));
+    }
+  }
+  r.finish();
+}
+
+void read_gpus(MapReader& parent, VariabilitySpec& v) {
+  const ConfigNode* node = parent.map("gpus", false);
+  if (node == nullptr) return;
+  MapReader r(*node, parent.path_of("gpus"), parent.diags());
+  v.has_gpu_speed = true;
+  assign(v.per_gpu, distribution_at(r, "per_gpu"));
+  assign(v.per_node, distribution_at(r, "per_node"));
+  assign(v.per_rack, distribution_at(r, "per_rack"));
+  r.finish();
+}
+
+void read_slow_nodes(MapReader& parent, VariabilitySpec& v) {
+  if (const ConfigNode* list = parent.list("slow_nodes", false)) {
+    for (size_t i = 0; i < list->items.size(); ++i) {
+      MapReader r(list->items[i], fmt::format("{}.{}", parent.path_of("slow_nodes"), i),
+                  parent.diags());
+      SlowNodeSpec slow;
+      slow.loc = list->items[i].loc;
+      const bool by_node = r.get("node", false) != nullptr;
+      const bool by_rank = r.get("rank", false) != nullptr;
+      const bool by_coords = r.get("stage", false) || r.get("replica", false) ||
+                             r.get("tp", false) || r.get("cp", false);
+      if (by_node + by_rank + by_coords != 1) {
+        r.diags().error(r.loc(), fmt::format("'{}' needs one of 'node', 'rank', or grid "
+                                             "coordinates ('stage', 'replica', 'tp', 'cp')",
+                                             r.path()));
+      }
+      assign(slow.node, r.integer("node", false, 0));
+      assign(slow.rank, r.integer("rank", false, 0));
+      assign(slow.stage, r.integer("stage", false, 0));
+      assign(slow.replica, r.integer("replica", false, 0));
+      assign(slow.tp, r.integer("tp", false, 0));
+      assign(slow.cp, r.integer("cp", false, 0));
+      if (const ConfigNode* d = r.get("slowdown", true)) {
+        slow.slowdown = read_distribution(*d, r.path_of("slowdown"), Support::positive, r.diags());
+      }
+      r.finish();
+      v.slow_nodes.push_back(slow);
+    }
+  }
+  if (const ConfigNode* node = parent.map("random_slow_nodes", false)) {
+    MapReader r(*node, parent.path_of("random_slow_nodes"), parent.diags());
+    if (auto p = r.number("probability", true, 0.0, false)) {
+      if (*p > 1) {
+        r.diags().error(r.get("probability", false)->loc,
+                        fmt::format("'{}' must be at most 1", r.path_of("probability")));
+      } else {
+        v.random_slow_node_probability = *p;
+      }
+    }
+    if (const ConfigNode* d = r.get("slowdown", true)) {
+      v.random_slow_node_slowdown =
+          read_distribution(*d, r.path_of("slowdown"), Support::positive, r.diags());
+    }
+    r.finish();
+  }
+}
+
+void read_thermal(MapReader& parent, VariabilitySpec& v) {
+  const ConfigNode* node = parent.map("thermal", false);
+  if (node == nullptr) return;
+  MapReader r(*node, parent.path_of("thermal"), parent.diags());
+  ThermalSpec& t = v.thermal;
+  v.has_thermal = true;
+  assign(t.ambient_c, distribution_at(r, "ambient_c", Support::any));
+  if (auto per = r.choice("ambient_per", false, {"node", "rack"})) t.ambient_per_rack = *per == 1;
+  assign(t.resistance_c_per_w, r.number("resistance_c_per_w", false, 0.0, true));
+  assign(t.time_constant_s, r.positive_quantity("time_constant", false, units::parse_duration));
+  assign(t.idle_power_w, r.number("idle_power_w", false, 0.0, false));
+  assign(t.busy_power_w, r.number("busy_power_w", false, 0.0, true));
+  assign(t.throttle_c, r.number("throttle_c", false, kAnyNumber, false));
+  assign(t.derate_per_c, r.number("derate_per_c", false, 0.0, false));
+  if (auto m = r.number("min_clock", false, 0.0, true)) {
+    if (*m > 1) {
+      r.diags().error(r.get("min_clock", false)->loc,
+                      fmt::format("'{}' must be at most 1", r.path_of("min_clock")));
+    } else {
+      t.min_clock = *m;
+    }
+  }
+  assign(t.power_cap_w, r.number("power_cap_w", false, 0.0, true));
+  assign(t.initial_c, r.number("initial_c", false, kAnyNumber, false));
+  if (t.busy_power_w <= t.idle_power_w) {
+    r.diags().error(r.loc(), fmt::format("'{}': busy_power_w must exceed idle_power_w",
+                                         r.path()));
+  }
+  if (t.power_cap_w > 0 && t.power_cap_w <= t.idle_power_w) {
+    r.diags().error(r.get("power_cap_w", false)->loc,
+                    fmt::format("'{}' must exceed idle_power_w", r.path_of("power_cap_w")));
+  }
+  r.finish();
+}
+
+void read_network(MapReader& parent, VariabilitySpec& v) {
+  const ConfigNode* node = parent.map("network", false);
+  if (node == nullptr) return;
+  MapReader r(*node, parent.path_of("network"), parent.diags());
+  if (const ConfigNode* jitter = r.map("jitter", false)) {
+    MapReader j(*jitter, r.path_of("jitter"), r.diags());
+    for (CommScope scope :
+         {CommScope::intra_node, CommScope::inter_node, CommScope::cross_datacenter}) {
+      if (auto d = distribution_at(j, to_string(scope))) v.jitter[scope] = *d;
+    }
+    j.finish();
+  }
+  if (const ConfigNode* list = r.list("regimes", false)) {
+    double total = 0;
+    for (size_t i = 0; i < list->items.size(); ++i) {
+      MapReader g(list->items[i], fmt::format("{}.{}", r.path_of("regimes"), i), r.diags());
+      RegimeSpec regime;
+      assign(regime.probability, g.number("probability", true, 0.0, true));
+      assign(regime.slowdown, g.number("slowdown", true, 0.0, true));
+      g.finish();
+      total += regime.probability;
+      v.regimes.push_back(regime);
+    }
+    if (list->items.empty() || std::abs(total - 1) > 1e-6) {
+      r.diags().error(list->loc, fmt::format("'{}' probabilities must sum to 1, got {}",
+                                             r.path_of("regimes"), total));
+    }
+  }
+  if (auto d = distribution_at(r, "wan_rtt_ms")) {
+    v.has_wan_rtt = true;
+    v.wan_rtt_s = *d;
+    // Stored in seconds: scale every parameter that carries the unit.
+    scale_distribution(v.wan_rtt_s, 1e-3);
+  }
+  r.finish();
+}
+
+}  // namespace
+
+void scale_distribution(DistributionSpec& d, double factor) {
+  using Family = DistributionSpec::Family;
+  switch (d.family) {
+    case Family::constant: d.value *= factor; break;
+    case Family::normal:
+      d.mean *= factor;
+      d.stddev *= factor;
+      d.floor *= factor;
+      break;
+    case Family::lognormal:
+      d.mu += std::log(factor);
+      d.shift *= factor;
+      break;
+    case Family::gamma:
+      d.scale *= factor;
+      d.shift *= factor;
+      break;
+    case Family::uniform:
+      d.low *= factor;
+      d.high *= factor;
+      break;
+    case Family::empirical:
+      for (double& s : d.samples) s *= factor;
+      break;
+    case Family::mixture:
+      for (auto& [weight, component] : d.components) scale_distribution(component, factor);
+      break;
+  }
+}
+
+VariabilitySpec read_variability(const ConfigNode& node, Diagnostics& diags) {
+  VariabilitySpec v;
+  MapReader r(node, "variability", diags);
+  if (!node.is_map()) {
+    diags.error(node.loc, "'variability' must be a map");
+    return v;
+  }
+  assign(v.rack_nodes, r.integer("rack_nodes", false, 1));
+  read_kernels(r, v);
+  read_gpus(r, v);
+  read_slow_nodes(r, v);
+  read_thermal(r, v);
+  read_network(r, v);
+  r.finish();
+  return v;
+}
+
+}  // namespace prismsim

@@ -1,0 +1,16 @@
+#pragma once
+
+#include "config/config_tree.hpp"
+#include "config/variability_spec.hpp"
+#include "core/diagnostics.hpp"
+
+namespace prismsim {
+
+/// Reads and validates the scenario's `variability:` map (see docs/variability.md); problems go
+/// to `diags`.
+VariabilitySpec read_variability(const ConfigNode& node, Diagnostics& diags);
+
+/// Multiplies a distribution's values by `factor` > 0 (unit conversion).
+void scale_distribution(DistributionSpec& d, double factor);
+
+}  // namespace prismsim

@@ -1,0 +1,117 @@
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/diagnostics.hpp"
+
+namespace prismsim {
+
+/// A probability distribution as read from YAML, already validated and normalised (a lognormal
+/// given by its median or mean is stored by mu; a gamma given by its mean, by scale).
+/// variability/distribution.hpp samples it.
+struct DistributionSpec {
+  enum class Family { constant, normal, lognormal, gamma, uniform, empirical, mixture };
+  Family family = Family::constant;
+  double value = 1;    ///< constant
+  double mean = 0;     ///< normal
+  double stddev = 0;   ///< normal
+  double floor = 0;    ///< normal: truncated to values above the floor (default 0)
+  double mu = 0;       ///< lognormal: mean of the log
+  double sigma = 0;    ///< lognormal: standard deviation of the log
+  double shape = 0;    ///< gamma: k
+  double scale = 0;    ///< gamma: theta
+  double shift = 0;    ///< lognormal, gamma: added to every draw
+  double low = 0;      ///< uniform
+  double high = 0;     ///< uniform
+  std::vector<double> samples;  ///< empirical: drawn uniformly, with replacement
+  /// mixture: (weight, component); weights sum to 1
+  std::vector<std::pair<double, DistributionSpec>> components;
+
+  static DistributionSpec constant_at(double v) {
+    DistributionSpec d;
+    d.value = v;
+    return d;
+  }
+  bool is_constant() const { return family == Family::constant; }
+};
+
+/// Where a slow node is: a node id, or the node of the GPU that runs one rank, given by its rank
+/// or by its coordinates in the parallel grid (pipeline stage, data-parallel replica, tensor- and
+/// context-parallel position; unspecified coordinates are 0).
+struct SlowNodeSpec {
+  int node = -1;  ///< >= 0: this node
+  int rank = -1;  ///< >= 0: the node of this rank
+  int stage = 0, replica = 0, tp = 0, cp = 0;  ///< used when node and rank are -1
+  DistributionSpec slowdown;  ///< drawn once per run
+  SourceLoc loc;
+};
+
+/// Lumped RC thermal model of each GPU (see docs/variability.md).
+struct ThermalSpec {
+  DistributionSpec ambient_c = DistributionSpec::constant_at(25);  ///< drawn per node or rack
+  bool ambient_per_rack = false;        ///< false: per node
+  double resistance_c_per_w = 0.08;     ///< temperature rise per watt at steady state
+  double time_constant_s = 30;          ///< R x C
+  double idle_power_w = 100;
+  double busy_power_w = 700;            ///< at full clock
+  double throttle_c = 85;               ///< clocks derate above this temperature
+  double derate_per_c = 0.02;           ///< fraction of clock lost per degree above throttle_c
+  double min_clock = 0.5;               ///< clocks never derate below this fraction
+  double power_cap_w = 0;               ///< > 0: clocks capped so busy power stays under it
+  double initial_c = -1;                ///< < 0: start at the idle steady state
+};
+
+/// Scope of a collective: within one node, across nodes of a datacenter, across datacenters.
+enum class CommScope { intra_node, inter_node, cross_datacenter };
+const char* to_string(CommScope scope);
+
+/// One state of the per-step shared network regime.
+struct RegimeSpec {
+  double probability = 1;
+  double slowdown = 1;  ///< inter-node bandwidth divided by this during the step
+};
+
+/// The `variability:` section. Every part is optional; an absent part adds no variation.
+struct VariabilitySpec {
+  /// Nodes per rack (per-rack speed and ambient draws); 0: the nodes under one leaf switch.
+  int rack_nodes = 0;
+  SourceLoc loc;  ///< of the section, for checks made after loading
+  /// Per-kernel multiplicative slowdowns, drawn for every kernel. A kernel name's entry wins over
+  /// its class's, which wins over `default`. Names may end in '*' (prefix match).
+  std::map<std::string, DistributionSpec> kernel_classes;  ///< "gemm", "attention", ...
+  std::vector<std::pair<std::string, DistributionSpec>> kernel_names;
+  bool has_kernel_default = false;
+  DistributionSpec kernel_default;
+
+  /// Persistent slowdowns drawn once per run and multiplied: per GPU, per node, per rack.
+  bool has_gpu_speed = false;
+  DistributionSpec per_gpu = DistributionSpec::constant_at(1);
+  DistributionSpec per_node = DistributionSpec::constant_at(1);
+  DistributionSpec per_rack = DistributionSpec::constant_at(1);
+
+  std::vector<SlowNodeSpec> slow_nodes;
+  double random_slow_node_probability = 0;  ///< per node and run
+  DistributionSpec random_slow_node_slowdown = DistributionSpec::constant_at(1);
+
+  bool has_thermal = false;
+  ThermalSpec thermal;
+
+  /// Per-collective slowdowns by scope (draws below 1 count as 1: the fabric model is the
+  /// fastest a collective can run).
+  std::map<CommScope, DistributionSpec> jitter;
+  std::vector<RegimeSpec> regimes;  ///< empty: none
+  bool has_wan_rtt = false;
+  DistributionSpec wan_rtt_s;  ///< round-trip time of each WAN link, drawn per run
+
+  /// The sources present, by name ("kernels", "gpus", "slow_nodes", "thermal",
+  /// "network_jitter", "network_regimes", "wan_rtt"), for attribution.
+  std::vector<std::string> sources() const;
+  /// This spec without one source (a name from sources()).
+  VariabilitySpec without(const std::string& source) const;
+  bool empty() const { return sources().empty(); }
+};
+
+}  // namespace prismsim

@@ -1,0 +1,376 @@
+#include "variability/variation.hpp"
+
+#include <algorithm>
+#include <map>
+
+#include "core/seeds.hpp"
+#include "workload/transformer_job.hpp"
+
+namespace prismsim {
+namespace {
+
+/// What a stream of draws is for: each purpose has its own streams.
+enum class Purpose : uint64_t {
+  kernel = 1,
+  analytic_collective,
+  collective,
+  gpu,
+  node,
+  rack,
+  slow_node,
+  random_slow_node,
+  random_slowdown,
+  ambient,
+  regime,
+  wan_rtt,
+};
+
+/// Key of the streams of one purpose in one run.
+uint64_t stream_key(uint64_t run_seed, Purpose purpose) {
+  return splitmix64(run_seed ^ splitmix64(static_cast<uint64_t>(purpose) << 32));
+}
+
+/// Draw `index` of the stream of `entity` (a GPU, node, group, ...).
+uint64_t word(uint64_t key, uint64_t entity, uint64_t index = 0) {
+  return splitmix64(splitmix64(key ^ splitmix64(entity)) + index);
+}
+
+double uniform(uint64_t w) { return static_cast<double>(w >> 11) * 0x1p-53; }
+
+constexpr uint64_t kGolden = 0x9E3779B97F4A7C15ULL;
+
+}  // namespace
+
+VariationModel::VariationModel(const VariabilitySpec& spec, const Scenario& scenario,
+                               const Topology& topology, const Job& job)
+    : spec_(spec), job_(job), topology_(topology), thermal_model_(spec.thermal) {
+  active_ = !spec_.empty();
+  if (!active_) return;
+  for (const auto& [scope, d] : spec_.jitter) jitter_[scope] = sampler_for(d);
+  for (const Segment& segment : job.segments) segment_plans_.push_back(plan(segment.kernels));
+  plain_plan_ = plan({Kernel{"layer", KernelClass::gemm, 1.0}});
+
+  group_jitter_.assign(job.groups.size(), -1);
+  for (size_t g = 0; g < job.groups.size() && !jitter_.empty(); ++g) {
+    std::vector<int> gpus;
+    for (int rank : job.groups[g].ranks) gpus.push_back(job.gpu_of_rank[static_cast<size_t>(rank)]);
+    auto it = jitter_.find(topology.scope_of(gpus));
+    if (it != jitter_.end()) group_jitter_[g] = it->second;
+  }
+  // With tensor-parallel symmetry a simulated group stands for its copies at the other
+  // positions: its members wait for the slowest copy at their next lockstep collective.
+  group_copies_.resize(job.groups.size());
+  std::map<std::vector<int>, int> simulated;
+  for (size_t g = 0; g < job.groups.size(); ++g) {
+    group_copies_[g] = {static_cast<int>(g)};
+    if (!job.representative.empty()) simulated.emplace(job.groups[g].ranks, static_cast<int>(g));
+  }
+  for (size_t h = 0; h < job.groups.size() && !job.representative.empty(); ++h) {
+    std::vector<int> key;
+    for (int rank : job.groups[h].ranks) key.push_back(job.representative[static_cast<size_t>(rank)]);
+    auto it = simulated.find(key);
+    if (it != simulated.end() && it->second != static_cast<int>(h)) {
+      group_copies_[static_cast<size_t>(it->second)].push_back(static_cast<int>(h));
+    }
+  }
+
+  double cumulative = 0;
+  for (const RegimeSpec& regime : spec_.regimes) regime_cdf_.push_back(cumulative += regime.probability);
+
+  if (spec_.has_gpu_speed) {
+    per_gpu_ = sampler_for(spec_.per_gpu);
+    per_node_ = sampler_for(spec_.per_node);
+    per_rack_ = sampler_for(spec_.per_rack);
+  }
+  const RankGrid grid(scenario.parallelism);
+  for (const SlowNodeSpec& slow : spec_.slow_nodes) {
+    int node = slow.node;
+    if (node < 0) {
+      int rank = slow.rank;
+      if (rank < 0) {
+        std::array<int, 4> coords{};
+        coords[static_cast<size_t>(ParallelDim::tp)] = slow.tp;
+        coords[static_cast<size_t>(ParallelDim::cp)] = slow.cp;
+        coords[static_cast<size_t>(ParallelDim::pp)] = slow.stage;
+        coords[static_cast<size_t>(ParallelDim::dp)] = slow.replica;
+        rank = grid.rank(coords);
+      }
+      node = topology.locate(job.gpu_of_rank[static_cast<size_t>(rank)]).node;
+    }
+    slow_nodes_.emplace_back(node, sampler_for(slow.slowdown));
+  }
+  if (spec_.random_slow_node_probability > 0) {
+    random_slowdown_ = sampler_for(spec_.random_slow_node_slowdown);
+  }
+  thermal_ = spec_.has_thermal;
+  if (thermal_) ambient_ = sampler_for(spec_.thermal.ambient_c);
+  if (spec_.has_wan_rtt) wan_rtt_ = sampler_for(spec_.wan_rtt_s);
+  rack_nodes_ = spec_.rack_nodes > 0 ? spec_.rack_nodes : topology.nodes_per_leaf();
+  varies_units_ = spec_.has_gpu_speed || !slow_nodes_.empty() || random_slowdown_ >= 0 || thermal_;
+}
+
+int VariationModel::sampler_for(const DistributionSpec& spec) {
+  auto [it, added] = sampler_of_spec_.try_emplace(&spec, static_cast<int>(samplers_.size()));
+  if (added) samplers_.emplace_back(spec);
+  return it->second;
+}
+
+/// A kernel name's entry (exact, or a prefix ending in '*'), else its class's, else the default.
+int VariationModel::kernel_sampler(const Kernel& kernel) {
+  for (size_t i = 0; i < spec_.kernel_names.size(); ++i) {
+    const std::string& pattern = spec_.kernel_names[i].first;
+    const bool prefix = !pattern.empty() && pattern.back() == '*';
+    if (prefix ? kernel.name.starts_with(pattern.substr(0, pattern.size() - 1))
+               : kernel.name == pattern) {
+      return sampler_for(spec_.kernel_names[i].second);
+    }
+  }
+  auto it = spec_.kernel_classes.find(to_string(kernel.kernel_class));
+  if (it != spec_.kernel_classes.end()) return sampler_for(it->second);
+  return spec_.has_kernel_default ? sampler_for(spec_.kernel_default) : -1;
+}
+
+VariationModel::SegmentPlan VariationModel::plan(const std::vector<Kernel>& kernels) {
+  SegmentPlan plan;
+  double chunk_clock = 0, chunk_other = 0;
+  auto close_chunk = [&] {
+    plan.chunk_end.push_back(plan.sampler.size());
+    plan.chunk_clock_s.push_back(chunk_clock);
+    plan.chunk_other_s.push_back(chunk_other);
+    chunk_clock = chunk_other = 0;
+  };
+  for (const Kernel& kernel : kernels) {
+    if (kernel.kernel_class == KernelClass::communication) {
+      close_chunk();
+      SegmentPlan::Collective c;
+      c.seconds = kernel.seconds;
+      auto it = jitter_.find(kernel.scope);
+      c.jitter = it == jitter_.end() ? -1 : it->second;
+      c.inter_node = kernel.scope != CommScope::intra_node;
+      plan.jitter |= c.jitter >= 0;
+      plan.has_inter_node |= c.inter_node;
+      plan.communication_s += kernel.seconds;
+      plan.collectives.push_back(c);
+      continue;
+    }
+    // Segments repeat the same kernels: resolve each name once.
+    auto [it, added] = sampler_of_kernel_.try_emplace(
+        {kernel.name, static_cast<int>(kernel.kernel_class)}, -1);
+    if (added) it->second = kernel_sampler(kernel);
+    plan.sampler.push_back(it->second);
+    plan.kernel_noise |= it->second >= 0;
+    const bool clock_bound = kernel.kernel_class == KernelClass::gemm ||
+                             kernel.kernel_class == KernelClass::attention;
+    plan.clock_s.push_back(clock_bound ? kernel.seconds : 0.0);
+    plan.other_s.push_back(clock_bound ? 0.0 : kernel.seconds);
+    (clock_bound ? chunk_clock : chunk_other) += kernel.seconds;
+  }
+  close_chunk();
+  return plan;
+}
+
+RunVariation::RunVariation(const VariationModel& model, uint64_t run_seed)
+    : model_(model), seed_(run_seed) {
+  const Job& job = model.job_;
+  units_.resize(static_cast<size_t>(job.rank_count()));
+  calls_.resize(job.groups.size());
+  const uint64_t kernel_key = stream_key(run_seed, Purpose::kernel);
+  const uint64_t comm_key = stream_key(run_seed, Purpose::analytic_collective);
+  for (int rank = 0; rank < job.rank_count(); ++rank) {
+    if (!job.simulated(rank) || !job.program_of_rank[static_cast<size_t>(rank)]) continue;
+    Unit& unit = units_[static_cast<size_t>(rank)];
+    if (job.lockstep_of_rank.empty()) {
+      unit.gpus = {job.gpu_of_rank[static_cast<size_t>(rank)]};
+    } else {
+      const auto& members = job.lockstep[static_cast<size_t>(job.lockstep_of_rank[static_cast<size_t>(rank)])];
+      for (int member : members) unit.gpus.push_back(job.gpu_of_rank[static_cast<size_t>(member)]);
+    }
+    for (int gpu : unit.gpus) {
+      unit.slowdown.push_back(model.varies_units_ ? persistent_slowdown(gpu) : 1.0);
+      unit.kernel_keys.push_back(splitmix64(kernel_key ^ splitmix64(static_cast<uint64_t>(gpu))));
+      if (model.thermal_) {
+        unit.ambient_c.push_back(ambient_c(gpu));
+        unit.temperature_c.push_back(model.thermal_model_.initial_c(unit.ambient_c.back()));
+        peak_temperature_c_ = std::max(peak_temperature_c_, unit.temperature_c.back());
+      }
+      unit.varies |= unit.slowdown.back() != 1.0;
+    }
+    unit.varies |= model.thermal_;
+    unit.comm_key = splitmix64(
+        comm_key ^ splitmix64(static_cast<uint64_t>(*std::min_element(unit.gpus.begin(), unit.gpus.end()))));
+  }
+}
+
+double RunVariation::persistent_slowdown(int gpu) const {
+  const VariationModel& m = model_;
+  const int node = m.topology_.locate(gpu).node;
+  double slowdown = 1;
+  auto draw = [&](int sampler, Purpose purpose, uint64_t entity) {
+    if (sampler >= 0) {
+      slowdown *= m.samplers_[static_cast<size_t>(sampler)].draw(
+          word(stream_key(seed_, purpose), entity));
+    }
+  };
+  draw(m.per_gpu_, Purpose::gpu, static_cast<uint64_t>(gpu));
+  draw(m.per_node_, Purpose::node, static_cast<uint64_t>(node));
+  draw(m.per_rack_, Purpose::rack, static_cast<uint64_t>(node / m.rack_nodes_));
+  for (size_t i = 0; i < m.slow_nodes_.size(); ++i) {
+    if (m.slow_nodes_[i].first == node) draw(m.slow_nodes_[i].second, Purpose::slow_node, i);
+  }
+  if (m.random_slowdown_ >= 0 &&
+      uniform(word(stream_key(seed_, Purpose::random_slow_node), static_cast<uint64_t>(node))) <
+          m.spec_.random_slow_node_probability) {
+    draw(m.random_slowdown_, Purpose::random_slowdown, static_cast<uint64_t>(node));
+  }
+  return slowdown;
+}
+
+double RunVariation::ambient_c(int gpu) const {
+  const int node = model_.topology_.locate(gpu).node;
+  const int entity = model_.spec_.thermal.ambient_per_rack ? node / model_.rack_nodes_ : node;
+  return model_.samplers_[static_cast<size_t>(model_.ambient_)].draw(
+      word(stream_key(seed_, Purpose::ambient), static_cast<uint64_t>(entity)));
+}
+
+ExecutionTime RunVariation::execute(int rank, const std::vector<const Op*>& ops, double now_s,
+                                    int step) {
+  const VariationModel& m = model_;
+  Unit& unit = units_[static_cast<size_t>(rank)];
+  const size_t members = unit.gpus.size();
+  clock_.assign(members, 1.0);
+  if (m.thermal_) {
+    for (size_t i = 0; i < members; ++i) {
+      // Idle since its last execution.
+      unit.temperature_c[i] = m.thermal_model_.advance(unit.temperature_c[i], unit.ambient_c[i],
+                                                       now_s - unit.updated_s, 0, 1);
+      clock_[i] = m.thermal_model_.clock(unit.temperature_c[i]);
+    }
+  }
+  busy_.assign(members, 0);
+  const double regime_slowdown = regime(step);
+  const Sampler* samplers = m.samplers_.data();
+  ExecutionTime time;
+  for (const Op* op : ops) {
+    const uint64_t index = unit.executions++;
+    const bool plain = op->segment < 0;
+    const VariationModel::SegmentPlan& plan =
+        plain ? m.plain_plan_ : m.segment_plans_[static_cast<size_t>(op->segment)];
+    const bool regime_applies = plan.has_inter_node && regime_slowdown != 1.0;
+    if (!plan.kernel_noise && !plan.jitter && !unit.varies && !regime_applies) {
+      // Nothing varies: the nominal time, exactly.
+      const double seconds =
+          plain ? op->seconds : m.job_.segments[static_cast<size_t>(op->segment)].seconds;
+      time.seconds += seconds;
+      time.communication_s += plan.communication_s;
+      for (double& b : busy_) b += seconds - plan.communication_s;
+      continue;
+    }
+    // Runs of compute between analytic collectives: the lockstep group waits for its slowest
+    // member at each collective.
+    const double scale = plain ? op->seconds : 1.0;  // a plain op's plan is one kernel of 1 s
+    const size_t chunks = plan.chunk_end.size();
+    const size_t count = plan.sampler.size();
+    chunk_max_.assign(chunks, 0.0);
+    factors_.resize(count);
+    for (size_t i = 0; i < members; ++i) {
+      const double inverse_clock = 1 / clock_[i];
+      const double slowdown = unit.slowdown[i] * scale;
+      double busy = 0;
+      if (!plan.kernel_noise) {
+        for (size_t c = 0; c < chunks; ++c) {
+          const double t =
+              (plan.chunk_clock_s[c] * inverse_clock + plan.chunk_other_s[c]) * slowdown;
+          busy += t;
+          chunk_max_[c] = std::max(chunk_max_[c], t);
+        }
+        busy_[i] += busy;
+        continue;
+      }
+      // Draw first, then add up: the sums stay in registers.
+      const uint64_t key = splitmix64(unit.kernel_keys[i] + index * kGolden);
+      for (size_t k = 0; k < count; ++k) {
+        const int sampler = plan.sampler[k];
+        factors_[k] = sampler >= 0 ? samplers[sampler].draw(splitmix64(key + k)) : 1.0;
+      }
+      size_t k = 0;
+      for (size_t c = 0; c < chunks; ++c) {
+        double clock_bound = 0, other = 0;
+        for (; k < plan.chunk_end[c]; ++k) {
+          clock_bound += plan.clock_s[k] * factors_[k];
+          other += plan.other_s[k] * factors_[k];
+        }
+        const double t = (clock_bound * inverse_clock + other) * slowdown;
+        busy += t;
+        chunk_max_[c] = std::max(chunk_max_[c], t);
+      }
+      busy_[i] += busy;
+    }
+    for (double t : chunk_max_) time.seconds += t;
+    const uint64_t comm_key = splitmix64(unit.comm_key + index * kGolden);
+    for (size_t c = 0; c < plan.collectives.size(); ++c) {
+      const auto& collective = plan.collectives[c];
+      double t = collective.seconds;
+      if (collective.jitter >= 0) {
+        t *= std::max(1.0, samplers[collective.jitter].draw(splitmix64(comm_key + c)));
+      }
+      if (collective.inter_node) t *= regime_slowdown;
+      time.seconds += t;
+      time.communication_s += t;
+    }
+  }
+  if (m.thermal_ && time.seconds > 0) {
+    for (size_t i = 0; i < members; ++i) {
+      const double busy = std::min(1.0, busy_[i] / time.seconds);
+      unit.temperature_c[i] = m.thermal_model_.advance(unit.temperature_c[i], unit.ambient_c[i],
+                                                       time.seconds, busy, clock_[i]);
+      peak_temperature_c_ = std::max(peak_temperature_c_, unit.temperature_c[i]);
+    }
+  }
+  unit.updated_s = now_s + time.seconds;
+  return time;
+}
+
+double RunVariation::collective_slowdown(int group, int position) {
+  const VariationModel& m = model_;
+  const int sampler = m.group_jitter_.empty() ? -1 : m.group_jitter_[static_cast<size_t>(group)];
+  if (sampler < 0) return 1.0;
+  auto& calls = calls_[static_cast<size_t>(group)];
+  if (calls.empty()) calls.assign(m.job_.groups[static_cast<size_t>(group)].ranks.size(), 0);
+  const uint64_t index = calls[static_cast<size_t>(position)]++;
+  const uint64_t key = stream_key(seed_, Purpose::collective);
+  double slowdown = 1.0;
+  for (int copy : m.group_copies_[static_cast<size_t>(group)]) {
+    slowdown = std::max(slowdown, m.samplers_[static_cast<size_t>(sampler)].draw(
+                                      word(key, static_cast<uint64_t>(copy), index)));
+  }
+  return slowdown;
+}
+
+double RunVariation::regime(int step) const {
+  const auto& cdf = model_.regime_cdf_;
+  if (cdf.empty()) return 1.0;
+  const double u = uniform(word(stream_key(seed_, Purpose::regime), static_cast<uint64_t>(step)));
+  size_t i = 0;
+  while (i + 1 < cdf.size() && u >= cdf[i]) ++i;
+  return model_.spec_.regimes[i].slowdown;
+}
+
+std::vector<std::pair<int, double>> RunVariation::wan_latencies() const {
+  std::vector<std::pair<int, double>> out;
+  if (model_.wan_rtt_ < 0) return out;
+  const Topology& topology = model_.topology_;
+  const int dcs = topology.datacenter_count();
+  const uint64_t key = stream_key(seed_, Purpose::wan_rtt);
+  for (int a = 0; a < dcs; ++a) {
+    for (int b = a + 1; b < dcs; ++b) {
+      if (topology.wan_link(a, b) < 0) continue;
+      const double rtt_s = model_.samplers_[static_cast<size_t>(model_.wan_rtt_)].draw(
+          word(key, static_cast<uint64_t>(a * dcs + b)));
+      out.emplace_back(topology.wan_link(a, b), rtt_s / 2);
+      out.emplace_back(topology.wan_link(b, a), rtt_s / 2);
+    }
+  }
+  return out;
+}
+
+}  // namespace prismsim

@@ -1,0 +1,134 @@
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "config/scenario.hpp"
+#include "platform/topology.hpp"
+#include "variability/distribution.hpp"
+#include "variability/thermal.hpp"
+#include "workload/program.hpp"
+
+namespace prismsim {
+
+/// How long one fused execution took, in seconds, and the part of it spent in collectives charged
+/// analytically inside it.
+struct ExecutionTime {
+  double seconds = 0;
+  double communication_s = 0;
+};
+
+/// A scenario's `variability:` resolved against its job: the distribution each kernel of each
+/// segment draws from, the jitter of each collective group, where the slow nodes are. Built once
+/// per study variant before the runs fork; pure (no SimGrid). See docs/variability.md.
+class VariationModel {
+ public:
+  VariationModel(const VariabilitySpec& spec, const Scenario& scenario, const Topology& topology,
+                 const Job& job);
+
+  /// False when the spec adds no variation: runs then take the deterministic path.
+  bool active() const { return active_; }
+  const VariabilitySpec& spec() const { return spec_; }
+
+ private:
+  friend class RunVariation;
+
+  /// A segment laid out for fast draws: its compute kernels in order, split into runs (chunks)
+  /// at its analytic collectives, each kernel's nominal time split into the part that slows with
+  /// the clock (GEMM, attention) and the rest (memory-bound).
+  struct SegmentPlan {
+    std::vector<double> clock_s, other_s;  ///< per compute kernel; one of the two is 0
+    std::vector<int> sampler;              ///< per compute kernel: index into samplers_, or -1
+    std::vector<size_t> chunk_end;         ///< per chunk: one past its last compute kernel
+    std::vector<double> chunk_clock_s, chunk_other_s;  ///< per chunk: nominal sums
+    struct Collective {
+      double seconds = 0;
+      int jitter = -1;          ///< sampler of its scope's jitter, or -1
+      bool inter_node = false;  ///< scaled by the network regime
+    };
+    std::vector<Collective> collectives;  ///< one between consecutive chunks
+    bool kernel_noise = false;            ///< some kernel draws noise
+    bool jitter = false;                  ///< some collective draws jitter
+    bool has_inter_node = false;
+    double communication_s = 0;           ///< nominal, of the analytic collectives
+  };
+
+  int sampler_for(const DistributionSpec& spec);
+  int kernel_sampler(const Kernel& kernel);
+  SegmentPlan plan(const std::vector<Kernel>& kernels);
+
+
+  VariabilitySpec spec_;
+  const Job& job_;
+  const Topology& topology_;
+  bool active_ = false;
+  bool varies_units_ = false;  ///< persistent slowdowns or thermal state per GPU
+  std::vector<Sampler> samplers_;
+  std::map<const DistributionSpec*, int> sampler_of_spec_;  ///< specs live in spec_
+  std::map<std::pair<std::string, int>, int> sampler_of_kernel_;  ///< (name, class) -> sampler
+  std::vector<SegmentPlan> segment_plans_;
+  SegmentPlan plain_plan_;  ///< compute ops given by seconds (layer stacks)
+  std::map<CommScope, int> jitter_;
+  std::vector<int> group_jitter_;                ///< per job group: sampler, or -1
+  std::vector<std::vector<int>> group_copies_;   ///< per simulated group: groups it stands for
+  std::vector<double> regime_cdf_;
+  int per_gpu_ = -1, per_node_ = -1, per_rack_ = -1;
+  std::vector<std::pair<int, int>> slow_nodes_;  ///< (node, sampler)
+  int random_slowdown_ = -1;
+  int ambient_ = -1;
+  int wan_rtt_ = -1;
+  int rack_nodes_ = 1;
+  bool thermal_ = false;
+  ThermalModel thermal_model_;
+};
+
+/// The variation of one run: per-GPU persistent slowdowns and thermal states, and the draw
+/// counters that key every stream. Every draw comes from a stream keyed by (run seed, purpose,
+/// entity), so removing one source never changes another's draws.
+class RunVariation {
+ public:
+  RunVariation(const VariationModel& model, uint64_t run_seed);
+
+  /// Duration of the compute ops `ops`, fused into one execution of simulated rank `rank` that
+  /// starts at `now_s` in step `step`. Advances the thermal state of the rank's lockstep members
+  /// (its GPUs) to the end of the execution.
+  ExecutionTime execute(int rank, const std::vector<const Op*>& ops, double now_s, int step);
+  /// Slowdown (>= 1) of the next call on network group `group` by its member at `position`.
+  double collective_slowdown(int group, int position);
+  /// Factor dividing inter-node bandwidth during step `step` (1 without regimes).
+  double regime(int step) const;
+  /// One-way latency of each WAN link in this run, from its round-trip draw: (link, seconds).
+  std::vector<std::pair<int, double>> wan_latencies() const;
+  /// Hottest temperature any simulated GPU reached, in degrees C (0 without thermal).
+  double peak_temperature_c() const { return peak_temperature_c_; }
+
+ private:
+  struct Unit {
+    std::vector<int> gpus;  ///< the lockstep members' GPUs
+    std::vector<double> slowdown;
+    std::vector<double> ambient_c, temperature_c;
+    std::vector<uint64_t> kernel_keys;
+    uint64_t comm_key = 0;
+    uint64_t executions = 0;
+    double updated_s = 0;
+    bool varies = false;
+  };
+
+  double persistent_slowdown(int gpu) const;
+  double ambient_c(int gpu) const;
+
+  const VariationModel& model_;
+  uint64_t seed_;
+  std::vector<Unit> units_;  ///< by rank; empty for ranks not simulated
+  std::vector<std::vector<uint64_t>> calls_;  ///< [group][position] calls made
+  std::vector<double> chunk_max_;  ///< scratch
+  std::vector<double> busy_;       ///< scratch: per member
+  std::vector<double> clock_;      ///< scratch: per member
+  std::vector<double> factors_;    ///< scratch: per kernel
+  double peak_temperature_c_ = 0;
+};
+
+}  // namespace prismsim

@@ -1,0 +1,169 @@
+#!/usr/bin/env bash
+# scripts/plot.py: each subcommand writes a PNG where it says; bad input exits 2 with a message.
+# usage: plot_test.sh [PLOT_PY]   (default: scripts/plot.py of this repository)
+# Skips (exit 0) when python3 or matplotlib is missing. PYTHON=... picks the interpreter.
+set -u
+root=$(cd "$(dirname "$0")/../.." && pwd)
+script=${1:-$root/scripts/plot.py}
+
+# The first interpreter that has matplotlib (a pyenv python3 may lack Debian's python3-matplotlib).
+python=
+found=
+for candidate in ${PYTHON:-} python3 /usr/bin/python3; do
+  command -v "$candidate" >/dev/null 2>&1 || continue
+  found=$candidate
+  if "$candidate" -c "import matplotlib" >/dev/null 2>&1; then
+    python=$candidate
+    break
+  fi
+done
+if [ -z "$python" ]; then
+  if [ -z "$found" ]; then
+    echo "SKIP plot_test: python3 is not installed"
+  else
+    echo "SKIP plot_test: matplotlib is not installed (Debian: apt-get install python3-matplotlib)"
+  fi
+  exit 0
+fi
+if [ ! -f "$script" ]; then
+  echo "FAIL plot_test: no script at '$script'"
+  exit 1
+fi
+
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+passed=0
+failed=0
+
+expect() {  # expect NAME EXIT_CODE ARGS... : runs plot.py; output in $tmp/out, $tmp/err
+  local name=$1 code=$2
+  shift 2
+  "$python" "$script" "$@" >"$tmp/out" 2>"$tmp/err"
+  local status=$?
+  if [ "$status" -eq "$code" ]; then
+    passed=$((passed + 1))
+  else
+    failed=$((failed + 1))
+    echo "FAIL $name: exit $status, expected $code"
+    sed 's/^/    /' "$tmp/err"
+  fi
+}
+same() {  # same NAME EXPECTED ACTUAL
+  if [ "$2" = "$3" ]; then
+    passed=$((passed + 1))
+  else
+    failed=$((failed + 1))
+    echo "FAIL $1: expected '$2', got '$3'"
+  fi
+}
+png() {  # png NAME FILE : FILE exists, is non-empty and starts with the PNG signature
+  if [ -s "$2" ] && [ "$(head -c 8 "$2" | od -An -tx1 | tr -d ' \n')" = 89504e470d0a1a0a ]; then
+    passed=$((passed + 1))
+  else
+    failed=$((failed + 1))
+    echo "FAIL $1: '$2' is not a non-empty PNG"
+  fi
+}
+refused() {  # refused NAME ARGS... : exit 2, an error message on stderr, no traceback
+  local name=$1
+  shift
+  expect "$name" 2 "$@"
+  same "$name: message" 1 "$(grep -c 'error: ' "$tmp/err")"
+  same "$name: no traceback" 0 "$(grep -c 'Traceback' "$tmp/err")"
+}
+
+# Fake study directories, as prismsim run --out writes them. Run 3 of study a is cut short.
+study() {  # study DIR SCENARIO SCALE
+  mkdir -p "$1"
+  awk -v scale="$3" 'BEGIN {
+    print "run,seed,step,step_time_s"
+    for (r = 0; r < 40; r++)
+      for (s = 0; s < (r == 3 ? 2 : 5); s++)
+        printf "%d,%d,%d,%.9g\n", r, 1000 + r, s, scale * (0.4 + 0.001 * ((r * 7 + s * 13) % 17) + (s == 4 && r % 9 == 0 ? 0.05 : 0))
+  }' >"$1/runs.csv"
+  cat >"$1/summary.json" <<EOF
+{
+  "scenario": "$2",
+  "runs": 40,
+  "steps": 5,
+  "step_time_s": {"count": 197, "mean": 0.41, "std": 0.01, "min": 0.4, "p50": 0.408, "p90": 0.414,
+                  "p95": 0.415, "p99": 0.45, "max": 0.456,
+                  "ci": {"p50": [0.407, 0.409], "p95": [0.414, 0.416], "p99": [0.44, 0.455]}},
+  "job_time_s": {"count": 39, "mean": 2.05, "std": 0.02, "min": 2.02, "p50": 2.04, "p90": 2.09,
+                 "p95": 2.1, "p99": 2.11, "max": 2.11},
+  "deadlines": [{"deadline_s": 2.08, "p_miss": 0.15}],
+  "baseline": {"step_time_s": 0.4, "job_time_s": 2.0}
+}
+EOF
+}
+study "$tmp/a" dp-test 1.0
+study "$tmp/b" dp-test-slow 1.1
+
+# A sweep, as prismsim sweep writes it: bandwidths with units, and a second swept setting.
+metrics=""
+for m in step_time job_time; do
+  for s in mean std min p50 p90 p95 p99 max; do metrics="$metrics,${m}_${s}_s"; done
+done
+{
+  echo "point,platform.node.nic.bandwidth,workload.global_batch,runs,runs_completed$metrics"
+  point=0
+  for batch in 512 1024; do
+    for bw in 25Gbps 100Gbps 400Gbps 1.6Tbps; do
+      awk -v p=$point -v bw=$bw -v batch=$batch 'BEGIN {
+        g = bw + 0; if (bw ~ /Tbps/) g *= 1000
+        t = 0.3 * batch / 512 + 20 / g
+        printf "%d,%s,%d,4,4", p, bw, batch
+        for (k = 1; k <= 10; k *= 10)
+          printf ",%g,%g,%g,%g,%g,%g,%g,%g", 1.05*t*k, 0.02*t*k, 0.98*t*k, 1.03*t*k, 1.08*t*k, 1.1*t*k, 1.18*t*k, 1.25*t*k
+        printf "\n"
+      }'
+      point=$((point + 1))
+    done
+  done
+} >"$tmp/sweep.csv"
+head -1 "$tmp/sweep.csv" >"$tmp/categories.csv"
+sed -n '2,4p' "$tmp/sweep.csv" | sed 's/,25Gbps,/,ring,/; s/,100Gbps,/,tree,/; s/,400Gbps,/,"nvls, coarse",/' \
+  >>"$tmp/categories.csv"
+
+# cdf
+expect "cdf" 0 cdf "$tmp/a"
+png "cdf writes OUTDIR/cdf.png" "$tmp/a/cdf.png"
+same "cdf prints the path" "$tmp/a/cdf.png" "$(cat "$tmp/out")"
+expect "cdf -o" 0 cdf "$tmp/a" -o "$tmp/again.png"
+png "cdf -o writes there" "$tmp/again.png"
+same "same inputs, same PNG" "" "$(cmp "$tmp/a/cdf.png" "$tmp/again.png" 2>&1)"
+
+# compare
+expect "compare" 0 compare "$tmp/a" "$tmp/b" --labels fast slow
+png "compare writes DIR_A/compare.png" "$tmp/a/compare.png"
+same "compare prints the path" "$tmp/a/compare.png" "$(cat "$tmp/out")"
+
+# sweep
+expect "sweep" 0 sweep "$tmp/sweep.csv" --x platform.node.nic.bandwidth \
+  --series workload.global_batch --log-x
+png "sweep writes sweep-step_time.png next to the CSV" "$tmp/sweep-step_time.png"
+same "sweep prints the path" "$tmp/sweep-step_time.png" "$(cat "$tmp/out")"
+expect "sweep job time, categories" 0 sweep "$tmp/categories.csv" \
+  --x platform.node.nic.bandwidth --metric job_time -o "$tmp/categories.png"
+png "sweep -o writes there" "$tmp/categories.png"
+
+# Bad input: exit 2 and a message, never a traceback.
+mkdir -p "$tmp/empty" "$tmp/header-only" "$tmp/no-runs"
+: >"$tmp/empty/runs.csv"
+echo "run,seed,step,step_time_s" >"$tmp/header-only/runs.csv"
+: >"$tmp/empty.csv"
+refused "cdf: missing directory" cdf "$tmp/no-such-dir"
+refused "cdf: no runs.csv" cdf "$tmp/no-runs"
+refused "cdf: empty runs.csv" cdf "$tmp/empty"
+refused "cdf: runs.csv without rows" cdf "$tmp/header-only"
+refused "compare: missing directory" compare "$tmp/a" "$tmp/no-such-dir"
+refused "sweep: missing file" sweep "$tmp/no-such.csv" --x platform.node.nic.bandwidth
+refused "sweep: empty file" sweep "$tmp/empty.csv" --x platform.node.nic.bandwidth
+refused "sweep: missing column" sweep "$tmp/sweep.csv" --x no.such.setting
+same "missing column named" 1 "$(grep -c "no column 'no.such.setting'" "$tmp/err")"
+refused "sweep: missing series column" sweep "$tmp/sweep.csv" --x platform.node.nic.bandwidth \
+  --series no.such.setting
+refused "sweep: no --x" sweep "$tmp/sweep.csv"
+
+echo "plot.py: $passed passed, $failed failed ($python)"
+[ "$failed" -eq 0 ]
