@@ -3,7 +3,8 @@
 # Idempotent: does nothing (and needs no network) when everything is installed.
 set -euo pipefail
 packages=(g++ cmake ninja-build pkg-config libsimgrid-dev libboost-dev
-          libboost-program-options-dev libyaml-cpp-dev libfmt-dev doctest-dev)
+          libboost-program-options-dev libyaml-cpp-dev libfmt-dev doctest-dev
+          python3-matplotlib)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")

@@ -673,9 +673,10 @@ Scenario load_scenario(const std::string& path, const std::vector<std::string>& 
   resolve_includes(root, {"platform", "workload", "variability"}, diags);
   for (size_t i = 0; i < overrides.size(); ++i) {
     apply_override(root, overrides[i], static_cast<int>(i) + 1, diags);
+    // --set variability=FILE names a file (relative to the working directory) that later
+    // overrides can address.
+    resolve_includes(root, {"variability"}, diags);
   }
-  // --set variability=FILE names a file (relative to the working directory).
-  resolve_includes(root, {"variability"}, diags);
 
   Scenario s;
   s.source = path;

@@ -219,15 +219,13 @@ DistributionSpec read_mixture(const ConfigNode& list, const std::string& path, S
 DistributionSpec read_distribution(const ConfigNode& node, const std::string& path,
                                    Support support, Diagnostics& diags) {
   DistributionSpec d;
-  const char* expected =
-      "a number or a map with one of normal, lognormal, gamma, uniform, empirical, mixture";
+  const std::string expected =
+      fmt::format("{} or a map with one of normal, lognormal, gamma, uniform, empirical, mixture",
+                  support == Support::positive ? "a positive number" : "a number");
   if (node.is_scalar()) {
     const auto v = parse_number(node.scalar);
     if (!v || !std::isfinite(*v) || (support == Support::positive && *v <= 0)) {
-      diags.error(node.loc, fmt::format("'{}' must be {}{}, got '{}'", path,
-                                        support == Support::positive ? "a positive number or "
-                                                                     : "",
-                                        expected, node.scalar));
+      diags.error(node.loc, fmt::format("'{}' must be {}, got '{}'", path, expected, node.scalar));
     } else {
       d.value = *v;
     }
@@ -318,7 +316,7 @@ void read_slow_nodes(MapReader& parent, VariabilitySpec& v) {
       const bool by_coords = r.get("stage", false) || r.get("replica", false) ||
                              r.get("tp", false) || r.get("cp", false);
       if (by_node + by_rank + by_coords != 1) {
-        r.diags().error(r.loc(), fmt::format("'{}' needs one of 'node', 'rank', or grid "
+        r.diags().error(r.loc(), fmt::format("'{}' needs exactly one of 'node', 'rank', or grid "
                                              "coordinates ('stage', 'replica', 'tp', 'cp')",
                                              r.path()));
       }

@@ -137,6 +137,30 @@ expect "unwritable trace" 2 "$prismsim" run "$tiny" --out "$tmp/t4" --trace /pro
 same "unwritable trace message" "prismsim: error: cannot write trace file '/proc/prismsim.json'" \
   "$(head -1 "$tmp/err")"
 
+# Variability: any --jobs gives the same bytes; the baseline is the deterministic run exactly;
+# --attribute reports each source; --breakdown writes the slowest and median runs per rank.
+tiny=workloads/scenarios/tiny-gpt-h100.yaml
+variability=workloads/variability/h100-all-sources.yaml
+expect "varied run, one job" 0 "$prismsim" run "$tiny" --out "$tmp/v1" --runs 6 --jobs 1 \
+  --set variability=$variability --attribute --breakdown
+same "attribution in the text summary" 1 "$(grep -c '^  thermal  *adds to step p50' "$tmp/out")"
+expect "varied run, three jobs" 0 "$prismsim" run "$tiny" --out "$tmp/v3" --runs 6 --jobs 3 \
+  --set variability=$variability --attribute --breakdown
+for file in summary.json runs.csv breakdown.csv; do
+  same "varied $file is byte-identical for any --jobs" "" "$(cmp "$tmp/v1/$file" "$tmp/v3/$file")"
+done
+same "steps differ under variation" 12 "$(tail -n +2 "$tmp/v1/runs.csv" | cut -d, -f4 | sort -u | wc -l)"
+expect "deterministic run" 0 "$prismsim" run "$tiny" --out "$tmp/v0" --runs 1
+deterministic_job=$(grep -A2 '"job_time_s": {' "$tmp/v0/summary.json" | sed -n 's/ *"mean": \(.*\),/\1/p')
+same "baseline = the deterministic job time" 1 \
+  "$(grep -c "\"baseline\": {\"step_time_s\": .*, \"job_time_s\": $deterministic_job}" "$tmp/v1/summary.json")"
+same "one attribution per source" 6 "$(grep -c '"source": ' "$tmp/v1/summary.json")"
+same "breakdown: header + 2 runs x 16 ranks" 33 "$(wc -l <"$tmp/v1/breakdown.csv")"
+same "breakdown labels" "median slowest" "$(tail -n +2 "$tmp/v1/breakdown.csv" | cut -d, -f2 | sort -u | tr '\n' ' ' | sed 's/ $//')"
+expect "--attribute without variability" 2 "$prismsim" run "$tiny" --out "$tmp/v4" --attribute
+same "--attribute message" "prismsim: error: --attribute needs a scenario with a 'variability' section" \
+  "$(head -1 "$tmp/err")"
+
 # prismsim collective: nccl-tests' table, CSV, usage errors.
 a100=platforms/a100-ndv4.yaml
 expect "collective sweep" 0 "$prismsim" collective --platform "$a100" --op all_reduce --gpus 16 \

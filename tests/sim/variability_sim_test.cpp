@@ -1,0 +1,174 @@
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "config/scenario_loader.hpp"
+#include "core/seeds.hpp"
+#include "in_child.hpp"
+#include "runtime/simulation.hpp"
+#include "workload/job_builder.hpp"
+
+using namespace prismsim;
+
+namespace {
+
+const std::string kTinyGpt = PRISMSIM_SOURCE_DIR "/workloads/scenarios/tiny-gpt-h100.yaml";
+const std::string kDp = PRISMSIM_SOURCE_DIR "/workloads/scenarios/dp-h100.yaml";
+const std::string kTwoDcs = PRISMSIM_SOURCE_DIR "/workloads/scenarios/dp-h100-2dc.yaml";
+
+/// Step times of run `run` of `s`, simulated in a child process with the scenario's variability;
+/// the last value is the hottest GPU temperature of the run.
+std::vector<double> simulate(const Scenario& s, int run = 0) {
+  return testing::in_child([&] {
+    Topology topology(s.platform);
+    const Job job = build_job(s, topology);
+    Simulation simulation(s, job, std::move(topology));
+    const VariationModel model(s.variability, s, simulation.topology(), job);
+    simulation.set_variation(&model);
+    simulation.set_run(run, run_seed(s.simulation.seed, static_cast<uint64_t>(run)));
+    std::vector<double> times;
+    simulation.run([&](int, double t) { times.push_back(t); });
+    times.push_back(simulation.peak_temperature_c());
+    return times;
+  });
+}
+
+double step_of(const Scenario& s, int run = 0) {
+  const auto values = simulate(s, run);
+  REQUIRE(values.size() == 2);
+  return values[0];
+}
+
+/// Seconds of rank 0's compute ops in one step (the layer stack has no analytic collectives).
+double compute_seconds(const Scenario& s) {
+  const Job job = build_job(s, Topology(s.platform));
+  double seconds = 0;
+  for (const Op& op : job.program_of_rank[0]->streams[0]) {
+    if (op.kind == Op::Kind::compute) seconds += op.seconds;
+  }
+  return seconds;
+}
+
+}  // namespace
+
+TEST_CASE("with variation, one rank per tensor-parallel group still gives the full run's steps") {
+  // The representative draws for every member of its group and waits for the slowest at each
+  // analytic collective, as every member of the full run does.
+  const std::string variability =
+      "variability={kernels: {default: {lognormal: {median: 1, sigma: 0.1}}}, "
+      "gpus: {per_gpu: {normal: {mean: 1, stddev: 0.03, floor: 0.9}}}, "
+      "slow_nodes: [{rank: 5, slowdown: 1.3}], "
+      "thermal: {throttle_c: 40, time_constant: 0.01s}}";
+  auto with = [&](const char* symmetry) {
+    return load_scenario(kTinyGpt, {"parallelism.gpus=16", "parallelism.tp=4", "parallelism.pp=2",
+                                    "parallelism.dp=2", "engine.layer_collectives=analytic",
+                                    "simulation.steps=2", variability,
+                                    std::string("engine.tensor_parallel_symmetry=") + symmetry});
+  };
+  const Scenario reduced = with("true"), full = with("false");
+  REQUIRE(build_job(reduced, Topology(reduced.platform)).representative.size() == 16);
+  std::vector<double> first_steps;
+  for (int run = 0; run < 3; ++run) {
+    CAPTURE(run);
+    const auto a = simulate(reduced, run), b = simulate(full, run);
+    REQUIRE(a.size() == 3);
+    REQUIRE(b.size() == 3);
+    CHECK(a[0] == b[0]);
+    CHECK(a[1] == b[1]);
+    CHECK(a[2] == b[2]);
+    first_steps.push_back(a[0]);
+  }
+  // Each run draws its own variation.
+  CHECK(first_steps[0] != first_steps[1]);
+  CHECK(first_steps[1] != first_steps[2]);
+}
+
+TEST_CASE("a slow node never makes a step faster, wherever it is placed") {
+  const std::vector<std::string> base = {"simulation.steps=1", "engine.layer_collectives=analytic"};
+  const double nominal = step_of(load_scenario(kTinyGpt, base));
+  double slowest = nominal;
+  for (int stage = 0; stage < 2; ++stage) {
+    for (int replica = 0; replica < 4; ++replica) {
+      CAPTURE(stage);
+      CAPTURE(replica);
+      auto overrides = base;
+      overrides.push_back(fmt::format(
+          "variability={{slow_nodes: [{{stage: {}, replica: {}, slowdown: 1.4}}]}}", stage,
+          replica));
+      const double step = step_of(load_scenario(kTinyGpt, overrides));
+      CHECK(step >= nominal);
+      slowest = std::max(slowest, step);
+    }
+  }
+  CHECK(slowest > nominal * 1.05);
+}
+
+TEST_CASE("collective jitter stretches a network collective by its slowdown") {
+  // Data parallelism only: a step is the compute, then the gradient all-reduce across nodes.
+  const std::vector<std::string> base = {"simulation.steps=1", "parallelism.gpus=16",
+                                         "parallelism.dp=16"};
+  const Scenario plain = load_scenario(kDp, base);
+  auto jittered = base;
+  jittered.push_back("variability={network: {jitter: {inter_node: 1.5}}}");
+  const double compute = compute_seconds(plain);
+  const double step = step_of(plain), slow = step_of(load_scenario(kDp, jittered));
+  CHECK(slow - compute == doctest::Approx(1.5 * (step - compute)).epsilon(1e-9));
+}
+
+TEST_CASE("a network regime divides inter-node bandwidth during its steps") {
+  const std::vector<std::string> base = {"simulation.steps=1", "parallelism.gpus=16",
+                                         "parallelism.dp=16", "engine.collective_fidelity=coarse"};
+  const Scenario plain = load_scenario(kDp, base);
+  auto congested = base;
+  congested.push_back("variability={network: {regimes: [{probability: 1, slowdown: 2}]}}");
+  auto calm = base;
+  calm.push_back("variability={network: {regimes: [{probability: 1, slowdown: 1}]}}");
+  const double step = step_of(plain);
+  CHECK(step_of(load_scenario(kDp, calm)) == step);
+  const double slow = step_of(load_scenario(kDp, congested));
+  const double compute = compute_seconds(plain);
+  // Bandwidth-bound: the all-reduce takes nearly twice as long (its latency terms do not grow).
+  CHECK(slow - compute > 1.8 * (step - compute));
+  CHECK(slow - compute < 2.0 * (step - compute));
+}
+
+TEST_CASE("a longer WAN round trip slows a cross-datacenter step") {
+  const std::vector<std::string> base = {"simulation.steps=1"};
+  double previous = 0;
+  for (const char* rtt : {"1", "20", "80"}) {
+    auto overrides = base;
+    overrides.push_back(std::string("variability={network: {wan_rtt_ms: ") + rtt + "}}");
+    const double step = step_of(load_scenario(kTwoDcs, overrides));
+    CHECK(step > previous);
+    previous = step;
+  }
+}
+
+TEST_CASE("thermal throttling heats busy GPUs and slows their steps") {
+  const std::vector<std::string> base = {"simulation.steps=3", "engine.layer_collectives=analytic"};
+  const std::string thermal =
+      "variability={thermal: {ambient_c: 25, time_constant: 0.02s, resistance_c_per_w: 0.1, "
+      "idle_power_w: 100, busy_power_w: 700, derate_per_c: 0.02, throttle_c: ";
+  auto with_throttle = [&](const char* throttle_c) {
+    auto overrides = base;
+    overrides.push_back(thermal + throttle_c + "}}");
+    return simulate(load_scenario(kTinyGpt, overrides));
+  };
+  const auto cool = with_throttle("200");  // never throttles
+  const auto hot = with_throttle("50");
+  const auto none = simulate(load_scenario(kTinyGpt, base));
+  REQUIRE(cool.size() == 4);
+  REQUIRE(hot.size() == 4);
+  // Without throttling the clocks stay at 1: the deterministic steps (up to rounding).
+  for (int step = 0; step < 3; ++step) {
+    CHECK(cool[step] == doctest::Approx(none[step]).epsilon(1e-12));
+  }
+  CHECK(cool[3] > 25 + 0.1 * 100);  // busy GPUs heat above the idle steady state
+  CHECK(cool[3] <= 25 + 0.1 * 700);
+  for (int step = 0; step < 3; ++step) CHECK(hot[step] > cool[step]);
+  CHECK(hot[3] < cool[3]);  // derated clocks draw less power
+}
