@@ -445,14 +445,14 @@ void check_variability(const Scenario& s, Diagnostics& diags) {
   const auto& p = s.parallelism;
   const int nodes = s.platform.total_gpus() / s.platform.gpus_per_node;
   for (const SlowNodeSpec& slow : s.variability.slow_nodes) {
-    auto check = [&](const char* what, int value, int limit) {
+    auto check = [&](const char* what, int value, int limit, const char* owner = "job") {
       if (value >= limit) {
-        diags.error(slow.loc, fmt::format("slow node: {} {} does not exist (the job has {})",
-                                          what, value, limit));
+        diags.error(slow.loc, fmt::format("slow node: {} {} does not exist (the {} has {})",
+                                          what, value, owner, limit));
       }
     };
     if (slow.node >= 0) {
-      check("node", slow.node, nodes);
+      check("node", slow.node, nodes, "platform");
     } else if (slow.rank >= 0) {
       check("rank", slow.rank, p.ranks());
     } else {
