@@ -3,6 +3,7 @@
 #   platform build: 16,384 and 131,072 GPUs (8 per node, 3-tier fat-tree of radix 128)
 #   one data-parallel step of the bundled 7B layer stack on 1,024 GPUs, one process, one core
 #   one step of Llama 3 70B on 1,024 H100 and of Llama 3 405B on 16,384 H100, one core
+#   variability overhead per run, and 1,000 varied runs of the 70B step with --jobs 2
 #   collectives (prismsim collective)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -46,6 +47,22 @@ done
   workloads/scenarios/llama3-70b-h100.yaml --out "$out" --runs 1 --jobs 1 \
   --set engine.tensor_parallel_symmetry=false 2>"$out/time" >"$out/text"
 echo "llama3-70b-h100, every rank simulated: $(tail -1 "$out/time"); simulated $(grep -o 'step time: mean [0-9.]* [a-z]*' "$out/text" | head -1)"
+
+echo "== variability: Llama 3 70B on 1,024 H100 with every source of variation on"
+# Overhead per run: 20 varied runs (plus the one deterministic run a varied study adds) against 21
+# deterministic runs, one core.
+varied=workloads/scenarios/llama3-70b-h100-variability.yaml
+for label in deterministic varied; do
+  if [ $label = varied ]; then args=(--runs 20); else args=(--runs 21 --set variability=null); fi
+  /usr/bin/time -f "%e" taskset -c 0 "$bin/prismsim" run "$varied" --out "$out" --jobs 1 \
+    --set simulation.steps=1 "${args[@]}" 2>"$out/time-$label" >/dev/null
+done
+det=$(tail -1 "$out/time-deterministic")
+var=$(tail -1 "$out/time-varied")
+echo "21 runs of one step, one core: deterministic $det s, varied $var s (20 + baseline): $(echo "$var $det" | awk '{printf "%.2fx", $1 / $2}') per run"
+/usr/bin/time -f "%e s wall, %M KiB peak" "$bin/prismsim" run "$varied" --out "$out" --jobs 2 \
+  --runs 1000 --set simulation.steps=1 2>"$out/time" >"$out/text"
+echo "1,000 runs of one step, --jobs 2: $(tail -1 "$out/time"); $(grep '^step time' "$out/text")"
 
 echo "== collectives (prismsim collective, whole command)"
 big=(--set platform.fabric.levels=3 --set "platform.fabric.oversubscription=[1,1]"

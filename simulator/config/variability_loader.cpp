@@ -457,11 +457,9 @@ void scale_distribution(DistributionSpec& d, double factor) {
 
 VariabilitySpec read_variability(const ConfigNode& node, Diagnostics& diags) {
   VariabilitySpec v;
+  if (node.kind == ConfigNode::Kind::Null) return v;  // `variability: null` turns it off
   MapReader r(node, "variability", diags);
-  if (!node.is_map()) {
-    diags.error(node.loc, "'variability' must be a map");
-    return v;
-  }
+  if (!node.is_map()) return v;  // reported by the reader
   assign(v.rack_nodes, r.integer("rack_nodes", false, 1));
   read_kernels(r, v);
   read_gpus(r, v);

@@ -7,7 +7,7 @@
 namespace prismsim {
 
 /// Reads and validates the scenario's `variability:` map (see docs/variability.md); problems go
-/// to `diags`.
+/// to `diags`. A null value (`variability: null`, `--set variability=null`) means none.
 VariabilitySpec read_variability(const ConfigNode& node, Diagnostics& diags);
 
 /// Multiplies a distribution's values by `factor` > 0 (unit conversion).

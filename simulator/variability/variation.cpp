@@ -60,12 +60,13 @@ VariationModel::VariationModel(const VariabilitySpec& spec, const Scenario& scen
   // With tensor-parallel symmetry a simulated group stands for its copies at the other
   // positions: its members wait for the slowest copy at their next lockstep collective.
   group_copies_.resize(job.groups.size());
+  const bool copies = !jitter_.empty() && !job.representative.empty();
   std::map<std::vector<int>, int> simulated;
   for (size_t g = 0; g < job.groups.size(); ++g) {
     group_copies_[g] = {static_cast<int>(g)};
-    if (!job.representative.empty()) simulated.emplace(job.groups[g].ranks, static_cast<int>(g));
+    if (copies) simulated.emplace(job.groups[g].ranks, static_cast<int>(g));
   }
-  for (size_t h = 0; h < job.groups.size() && !job.representative.empty(); ++h) {
+  for (size_t h = 0; h < job.groups.size() && copies; ++h) {
     std::vector<int> key;
     for (int rank : job.groups[h].ranks) key.push_back(job.representative[static_cast<size_t>(rank)]);
     auto it = simulated.find(key);
