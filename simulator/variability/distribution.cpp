@@ -623,6 +623,7 @@ Sampler::Sampler(const DistributionSpec& spec) {
   const std::vector<double> values = law.quantiles(probs);
   table_.assign(upper + kTailSize, kNaN);
   for (size_t i = 0; i < values.size(); ++i) table_[slots[i]] = values[i];
+  body_.assign(table_.begin(), table_.begin() + static_cast<std::ptrdiff_t>(main_size));
 }
 
 double Sampler::draw_tail(uint64_t random_word) const {
