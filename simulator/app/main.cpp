@@ -1,11 +1,7 @@
 #include <unistd.h>
 
-#include <chrono>
-#include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
-#include <numeric>
 #include <string>
 #include <thread>
 #include <vector>
@@ -15,14 +11,13 @@
 
 #include "app/cli_errors.hpp"
 #include "app/collective_command.hpp"
+#include "app/study.hpp"
+#include "app/sweep_command.hpp"
 #include "config/scenario_loader.hpp"
 #include "core/diagnostics.hpp"
 #include "core/units.hpp"
-#include "montecarlo/replications.hpp"
-#include "runtime/simulation.hpp"
 #include "stats/measured_samples.hpp"
 #include "stats/results_writer.hpp"
-#include "workload/job_builder.hpp"
 #include "workload/memory_estimate.hpp"
 #include "workload/transformer_job.hpp"
 
@@ -31,16 +26,13 @@ using namespace prismsim;
 
 namespace {
 
-constexpr int kExitOk = 0;
-constexpr int kExitRunFailed = 1;
-constexpr int kExitBadInput = 2;
-constexpr int kExitInterrupted = 130;  // 128 + SIGINT, as shells report it
-
 const char* const kUsage =
     "usage: prismsim run SCENARIO.yaml [--out DIR] [--runs N] [--seed S] [--jobs J]\n"
     "                    [--set PATH=VALUE]... [--deadline DURATION]... [--compare-to FILE]\n"
     "                    [--trace FILE.json [--trace-ranks 0-7,64]] [--attribute] [--breakdown]\n"
     "       prismsim check SCENARIO.yaml [--set PATH=VALUE]...\n"
+    "       prismsim sweep SWEEP.yaml [--out DIR] [--jobs J] [--runs N] [--seed S]\n"
+    "                    [--set PATH=VALUE]...  (one scenario over a grid; prismsim sweep --help)\n"
     "       prismsim collective --platform PLATFORM.yaml --op OP --gpus N [options]\n"
     "                    (nccl-tests style sweep; prismsim collective --help)\n"
     "       prismsim --help | --version\n";
@@ -58,47 +50,6 @@ struct Options {
   bool attribute = false;    ///< rerun without each source of variation
   bool breakdown = false;    ///< per-rank breakdown of the slowest and median runs
 };
-
-/// Runs done, rate and time left on one stderr line, redrawn at most every 0.2 s; silent when
-/// stderr is not a terminal (logs and pipes get no control characters).
-class ProgressBar {
- public:
-  ProgressBar() : enabled_(::isatty(STDERR_FILENO) != 0), start_(Clock::now()) {}
-
-  void update(int done, int total) {
-    if (!enabled_) return;
-    const auto now = Clock::now();
-    if (done < total && now - last_ < std::chrono::milliseconds(200)) return;
-    last_ = now;
-    const double elapsed = std::chrono::duration<double>(now - start_).count();
-    const double rate = elapsed > 0 ? done / elapsed : 0;
-    constexpr int kWidth = 30;
-    const int filled = total > 0 ? kWidth * done / total : kWidth;
-    const double left = rate > 0 ? (total - done) / rate : 0;
-    std::fprintf(stderr, "\r[%s%s] %d/%d runs, %.2f runs/s, %.0f s left ",
-                 std::string(static_cast<size_t>(filled), '#').c_str(),
-                 std::string(static_cast<size_t>(kWidth - filled), ' ').c_str(), done, total, rate,
-                 left);
-    drawn_ = true;
-  }
-  void finish() {
-    if (drawn_) std::fprintf(stderr, "\n");
-    drawn_ = false;
-  }
-
- private:
-  using Clock = std::chrono::steady_clock;
-  bool enabled_;
-  bool drawn_ = false;
-  Clock::time_point start_, last_{};
-};
-
-void write_file(const std::filesystem::path& path, const std::string& text) {
-  std::ofstream out(path, std::ios::binary);
-  out << text;
-  out.close();
-  if (!out) throw std::runtime_error(fmt::format("cannot write '{}'", path.string()));
-}
 
 int run_check(const Options& options) {
   const Scenario s = load_scenario(options.scenario, options.overrides);
@@ -121,7 +72,7 @@ int run_check(const Options& options) {
   return kExitOk;
 }
 
-int run_study(const Options& options) {
+int run_command(const Options& options) {
   Scenario scenario = load_scenario(options.scenario, options.overrides);
   for (const std::string& text : options.deadlines) {
     std::string error;
@@ -135,98 +86,30 @@ int run_study(const Options& options) {
   if (options.attribute && scenario.variability.empty()) {
     throw UsageError("--attribute needs a scenario with a 'variability' section");
   }
+  StudyOptions study;
   // Read before simulating: a bad file is bad input, found at once.
-  const std::vector<double> measured =
-      options.compare_to.empty() ? std::vector<double>{} : read_measured_samples(options.compare_to);
+  if (!options.compare_to.empty()) {
+    study.compare_to = options.compare_to;
+    study.measured = read_measured_samples(options.compare_to);
+  }
   const std::filesystem::path out_dir(options.out);
   std::error_code ec;
   std::filesystem::create_directories(out_dir, ec);
   if (ec || ::access(out_dir.c_str(), W_OK) != 0) {
     throw UsageError(fmt::format("cannot write to output directory '{}'", options.out));
   }
+  study.jobs = options.jobs > 0
+                   ? options.jobs
+                   : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  study.trace = options.trace;
+  study.trace_ranks = options.trace_ranks;
+  study.attribute = options.attribute;
+  study.breakdown = options.breakdown;
 
-  check_memory(scenario);
-  Topology topology(scenario.platform);
-  const Job job = build_job(scenario, topology);
-  Simulation simulation(scenario, job, std::move(topology));
-  std::unique_ptr<TraceRecorder> trace;
-  if (!options.trace.empty()) {
-    std::vector<int> ranks;
-    try {
-      ranks = options.trace_ranks.empty()
-                  ? parse_rank_list(fmt::format("0-{}", std::min(job.rank_count(), 8) - 1),
-                                    job.rank_count())
-                  : parse_rank_list(options.trace_ranks, job.rank_count());
-    } catch (const std::invalid_argument& e) {
-      throw UsageError(fmt::format("--trace-ranks: {}", e.what()));
-    }
-    if (!std::ofstream(options.trace, std::ios::binary)) {
-      throw UsageError(fmt::format("cannot write trace file '{}'", options.trace));
-    }
-    trace = std::make_unique<TraceRecorder>(options.trace, std::move(ranks), 0);
-    simulation.set_trace(trace.get());
-  }
-  const int jobs = options.jobs > 0
-                       ? options.jobs
-                       : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  const SimulationSpec& sim = scenario.simulation;
-  const VariationModel variation(scenario.variability, scenario, simulation.topology(), job);
-  bool interrupted = false;
-  auto replicate = [&](const VariationModel* model, const std::vector<int>& run_ids, int jobs_now) {
-    simulation.set_variation(model);
-    ProgressBar progress;
-    auto records = run_replications(simulation, run_ids, sim.seed, sim.steps, jobs_now,
-                                    &interrupted,
-                                    [&](int done, int total) { progress.update(done, total); });
-    progress.finish();
-    return records;
-  };
-  std::vector<int> all_runs(static_cast<size_t>(sim.runs));
-  std::iota(all_runs.begin(), all_runs.end(), 0);
-  auto runs = replicate(&variation, all_runs, jobs);
-  StudyResults results = gather_results(scenario, simulation.collective_summary(),
-                                        simulation.simulated_ranks(), std::move(runs));
-  if (!measured.empty()) compare_to_measured(results, options.compare_to, measured);
-  if (variation.active()) {
-    results.sources = scenario.variability.sources();
-    // The same scenario without variation: deterministic, so one run says it all.
-    const auto base = interrupted ? std::vector<RunRecord>{} : replicate(nullptr, {0}, 1);
-    if (!base.empty() && base.front().ok) {
-      const auto [step, job_time] = summarize_runs(base, sim.steps);
-      results.baseline = StudyResults::Baseline{step.mean, job_time.mean};
-    }
-    for (const std::string& source : options.attribute ? results.sources : std::vector<std::string>{}) {
-      if (interrupted) break;
-      const VariationModel without(scenario.variability.without(source), scenario,
-                                   simulation.topology(), job);
-      const auto [step, job_time] = summarize_runs(replicate(&without, all_runs, jobs), sim.steps);
-      if (!interrupted) results.attribution.push_back({source, step, job_time});
-    }
-  }
-  std::vector<std::string> written = {(out_dir / "summary.json").string(),
-                                      (out_dir / "runs.csv").string()};
-  if (options.breakdown && !interrupted && results.job_time.count > 0) {
-    // The slowest run and the median one (the lower middle of an even count).
-    std::vector<std::pair<double, int>> by_time;
-    for (const auto& run : results.runs) {
-      if (run.ok) by_time.emplace_back(std::accumulate(run.step_times_s.begin(), run.step_times_s.end(), 0.0), run.run);
-    }
-    std::sort(by_time.begin(), by_time.end());
-    const std::vector<int> chosen = {by_time.back().second, by_time[(by_time.size() - 1) / 2].second};
-    simulation.set_report_rank_times(true);
-    const auto records = replicate(&variation, chosen, std::min(jobs, 2));
-    simulation.set_report_rank_times(false);
-    if (!interrupted) {
-      write_file(out_dir / "breakdown.csv",
-                 breakdown_csv(records, {"slowest", "median"}, scenario, job, simulation.topology()));
-      written.push_back((out_dir / "breakdown.csv").string());
-    }
-  }
-
-  write_file(out_dir / "summary.json", summary_json(results));
-  write_file(out_dir / "runs.csv", runs_csv(results));
-  std::cout << summary_text(results) << fmt::format("wrote {}\n", fmt::join(written, ", "));
-  if (interrupted) {
+  const StudyOutcome outcome = run_study(scenario, study, out_dir);
+  const StudyResults& results = outcome.results;
+  std::cout << summary_text(results) << fmt::format("wrote {}\n", fmt::join(outcome.written, ", "));
+  if (outcome.interrupted) {
     int finished = 0;
     for (const auto& run : results.runs) finished += run.ok;
     std::cerr << fmt::format("prismsim: interrupted: {} of {} runs finished; the outputs hold "
@@ -321,10 +204,11 @@ Options parse_command_line(int argc, char** argv, bool* handled) {
 int main(int argc, char** argv) {
   try {
     if (argc >= 2 && std::string(argv[1]) == "collective") return collective_command(argc - 1, argv + 1);
+    if (argc >= 2 && std::string(argv[1]) == "sweep") return sweep_command(argc - 1, argv + 1);
     bool handled = false;
     const Options options = parse_command_line(argc, argv, &handled);
     if (handled) return kExitOk;
-    return options.command == "check" ? run_check(options) : run_study(options);
+    return options.command == "check" ? run_check(options) : run_command(options);
   } catch (const InputError& e) {
     for (const auto& d : e.diagnostics()) std::cerr << d.str() << "\n";
     return kExitBadInput;

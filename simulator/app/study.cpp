@@ -1,0 +1,145 @@
+#include "app/study.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <numeric>
+#include <stdexcept>
+#include <utility>
+
+#include <fmt/format.h>
+
+#include "app/cli_errors.hpp"
+#include "montecarlo/replications.hpp"
+#include "runtime/simulation.hpp"
+#include "runtime/trace.hpp"
+#include "workload/job_builder.hpp"
+#include "workload/memory_estimate.hpp"
+
+namespace prismsim {
+
+ProgressBar::ProgressBar(const char* unit)
+    : unit_(unit), enabled_(::isatty(STDERR_FILENO) != 0), start_(Clock::now()) {}
+
+void ProgressBar::update(int done, int total) {
+  if (!enabled_) return;
+  const auto now = Clock::now();
+  if (done < total && now - last_ < std::chrono::milliseconds(200)) return;
+  last_ = now;
+  const double elapsed = std::chrono::duration<double>(now - start_).count();
+  const double rate = elapsed > 0 ? done / elapsed : 0;
+  constexpr int kWidth = 30;
+  const int filled = total > 0 ? kWidth * done / total : kWidth;
+  const double left = rate > 0 ? (total - done) / rate : 0;
+  std::fprintf(stderr, "\r[%s%s] %d/%d %s, %.2f %s/s, %.0f s left ",
+               std::string(static_cast<size_t>(filled), '#').c_str(),
+               std::string(static_cast<size_t>(kWidth - filled), ' ').c_str(), done, total, unit_,
+               rate, unit_, left);
+  drawn_ = true;
+}
+
+void ProgressBar::finish() {
+  if (drawn_) std::fprintf(stderr, "\n");
+  drawn_ = false;
+}
+
+void write_file(const std::filesystem::path& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary);
+  out << text;
+  out.close();
+  if (!out) throw std::runtime_error(fmt::format("cannot write '{}'", path.string()));
+}
+
+StudyOutcome run_study(const Scenario& scenario, const StudyOptions& options,
+                       const std::filesystem::path& out_dir) {
+  check_memory(scenario);
+  Topology topology(scenario.platform);
+  const Job job = build_job(scenario, topology);
+  Simulation simulation(scenario, job, std::move(topology));
+  std::unique_ptr<TraceRecorder> trace;
+  if (!options.trace.empty()) {
+    std::vector<int> ranks;
+    try {
+      ranks = options.trace_ranks.empty()
+                  ? parse_rank_list(fmt::format("0-{}", std::min(job.rank_count(), 8) - 1),
+                                    job.rank_count())
+                  : parse_rank_list(options.trace_ranks, job.rank_count());
+    } catch (const std::invalid_argument& e) {
+      throw UsageError(fmt::format("--trace-ranks: {}", e.what()));
+    }
+    if (!std::ofstream(options.trace, std::ios::binary)) {
+      throw UsageError(fmt::format("cannot write trace file '{}'", options.trace));
+    }
+    trace = std::make_unique<TraceRecorder>(options.trace, std::move(ranks), 0);
+    simulation.set_trace(trace.get());
+  }
+  const int jobs = std::max(1, options.jobs);
+  const SimulationSpec& sim = scenario.simulation;
+  const VariationModel variation(scenario.variability, scenario, simulation.topology(), job);
+  StudyOutcome outcome;
+  bool& interrupted = outcome.interrupted;
+  auto replicate = [&](const VariationModel* model, const std::vector<int>& run_ids, int jobs_now) {
+    simulation.set_variation(model);
+    ProgressBar progress;
+    auto records = run_replications(simulation, run_ids, sim.seed, sim.steps, jobs_now,
+                                    &interrupted, [&](int done, int total) {
+                                      if (options.show_progress) progress.update(done, total);
+                                    });
+    progress.finish();
+    return records;
+  };
+  std::vector<int> all_runs(static_cast<size_t>(sim.runs));
+  std::iota(all_runs.begin(), all_runs.end(), 0);
+  auto runs = replicate(&variation, all_runs, jobs);
+  StudyResults& results = outcome.results;
+  results = gather_results(scenario, simulation.collective_summary(), simulation.simulated_ranks(),
+                           std::move(runs));
+  if (!options.measured.empty()) compare_to_measured(results, options.compare_to, options.measured);
+  if (variation.active()) {
+    results.sources = scenario.variability.sources();
+    // The same scenario without variation: deterministic, so one run says it all.
+    const auto base = interrupted ? std::vector<RunRecord>{} : replicate(nullptr, {0}, 1);
+    if (!base.empty() && base.front().ok) {
+      const auto [step, job_time] = summarize_runs(base, sim.steps);
+      results.baseline = StudyResults::Baseline{step.mean, job_time.mean};
+    }
+    for (const std::string& source :
+         options.attribute ? results.sources : std::vector<std::string>{}) {
+      if (interrupted) break;
+      const VariationModel without(scenario.variability.without(source), scenario,
+                                   simulation.topology(), job);
+      const auto [step, job_time] = summarize_runs(replicate(&without, all_runs, jobs), sim.steps);
+      if (!interrupted) results.attribution.push_back({source, step, job_time});
+    }
+  }
+  outcome.written = {(out_dir / "summary.json").string(), (out_dir / "runs.csv").string()};
+  if (options.breakdown && !interrupted && results.job_time.count > 0) {
+    // The slowest run and the median one (the lower middle of an even count).
+    std::vector<std::pair<double, int>> by_time;
+    for (const auto& run : results.runs) {
+      if (run.ok) {
+        by_time.emplace_back(
+            std::accumulate(run.step_times_s.begin(), run.step_times_s.end(), 0.0), run.run);
+      }
+    }
+    std::sort(by_time.begin(), by_time.end());
+    const std::vector<int> chosen = {by_time.back().second,
+                                     by_time[(by_time.size() - 1) / 2].second};
+    simulation.set_report_rank_times(true);
+    const auto records = replicate(&variation, chosen, std::min(jobs, 2));
+    simulation.set_report_rank_times(false);
+    if (!interrupted) {
+      write_file(out_dir / "breakdown.csv", breakdown_csv(records, {"slowest", "median"},
+                                                          scenario, job, simulation.topology()));
+      outcome.written.push_back((out_dir / "breakdown.csv").string());
+    }
+  }
+  write_file(out_dir / "summary.json", summary_json(results));
+  write_file(out_dir / "runs.csv", runs_csv(results));
+  return outcome;
+}
+
+}  // namespace prismsim

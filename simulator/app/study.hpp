@@ -1,0 +1,69 @@
+#pragma once
+
+#include <chrono>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "config/scenario.hpp"
+#include "stats/results_writer.hpp"
+
+namespace prismsim {
+
+/// Exit codes of the commands.
+constexpr int kExitOk = 0;
+constexpr int kExitRunFailed = 1;   ///< a simulation failed
+constexpr int kExitBadInput = 2;    ///< bad input or usage
+constexpr int kExitInterrupted = 130;  ///< 128 + SIGINT, as shells report it
+
+/// Items done, rate and time left on one stderr line, redrawn at most every 0.2 s; silent when
+/// stderr is not a terminal (logs and pipes get no control characters).
+class ProgressBar {
+ public:
+  /// `unit` names what is counted, in the plural ("runs", "points").
+  explicit ProgressBar(const char* unit = "runs");
+
+  void update(int done, int total);
+  /// Ends the line, if one was drawn.
+  void finish();
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  const char* unit_;
+  bool enabled_;
+  bool drawn_ = false;
+  Clock::time_point start_, last_{};
+};
+
+/// How to run a study, beyond what its scenario says.
+struct StudyOptions {
+  int jobs = 1;                ///< replications simulated at once, each in its own process
+  bool show_progress = true;   ///< a progress line on stderr when stderr is a terminal
+  std::string compare_to;      ///< file of measured step times (named in the summary), or empty
+  std::vector<double> measured;  ///< its step times in seconds, read before the study
+  std::string trace;           ///< Chrome trace of run 0, or empty
+  std::string trace_ranks;     ///< ranks in the trace (e.g. "0-7,64"); default: the first 8
+  bool attribute = false;      ///< rerun the runs without each source of variation
+  bool breakdown = false;      ///< per-rank breakdown of the slowest and the median run
+};
+
+/// What a study produced.
+struct StudyOutcome {
+  StudyResults results;              ///< refers to the scenario given to run_study
+  std::vector<std::string> written;  ///< the files written, in order
+  bool interrupted = false;          ///< SIGINT stopped the runs; results hold what finished
+};
+
+/// Simulates `scenario`'s runs (then, with variation, the no-variation baseline, and what
+/// `options` ask: attribution, breakdown, trace) and writes summary.json and runs.csv (and
+/// breakdown.csv) into `out_dir`, which must exist. Builds the SimGrid engine: call it at most
+/// once per process. Throws InputError when the scenario does not fit in memory, UsageError for
+/// bad --trace-ranks or an unwritable trace file, std::runtime_error when a file cannot be
+/// written.
+StudyOutcome run_study(const Scenario& scenario, const StudyOptions& options,
+                       const std::filesystem::path& out_dir);
+
+/// Writes `text` to `path`; throws std::runtime_error when it cannot.
+void write_file(const std::filesystem::path& path, const std::string& text);
+
+}  // namespace prismsim

@@ -1,0 +1,725 @@
+#include "app/sweep_command.hpp"
+
+#include <poll.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <csignal>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <iostream>
+#include <map>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <type_traits>
+#include <vector>
+
+#include <boost/program_options.hpp>
+#include <fmt/format.h>
+
+#include "app/cli_errors.hpp"
+#include "app/study.hpp"
+#include "config/scenario_loader.hpp"
+#include "config/sweep_loader.hpp"
+#include "core/diagnostics.hpp"
+#include "workload/memory_estimate.hpp"
+
+namespace po = boost::program_options;
+
+namespace prismsim {
+namespace {
+
+const char* const kUsage =
+    "usage: prismsim sweep SWEEP.yaml [--out DIR] [--jobs J] [--runs N] [--seed S]\n"
+    "                      [--set PATH=VALUE]...\n";
+
+struct SweepOptions {
+  std::string file;
+  std::string out = "out";
+  int jobs = 0;
+  std::vector<std::string> overrides;  ///< --set, then --runs and --seed as simulation.* values
+};
+
+// ---------------------------------------------------------------------------------------------
+// Loading every point before simulating any.
+
+/// Where one of a point's overrides came from: the sweep file, or the command line.
+struct OverrideOrigin {
+  const SweepAssignment* assignment = nullptr;  ///< nullptr: the command line
+  int command_line_index = 0;                   ///< 1-based among the command line's --set
+};
+
+/// A diagnostic of a point's scenario, located where the user wrote what caused it: a --set
+/// written in the sweep file points into the sweep file; one from the command line keeps its
+/// number there.
+Diagnostic relocate(const Diagnostic& d, const std::vector<OverrideOrigin>& origins) {
+  Diagnostic out = d;
+  if (!d.where.file || *d.where.file != "--set" || d.where.line < 1 ||
+      d.where.line > static_cast<int>(origins.size())) {
+    return out;
+  }
+  const OverrideOrigin& origin = origins[static_cast<size_t>(d.where.line - 1)];
+  if (origin.assignment == nullptr) {
+    out.where.line = origin.command_line_index;
+    return out;
+  }
+  const size_t equals = origin.assignment->text.find('=');
+  out.where = d.where.column <= static_cast<int>(equals) + 1 ? origin.assignment->path_loc
+                                                              : origin.assignment->value_loc;
+  return out;
+}
+
+/// Loads and validates the scenario of every point (no SimGrid). Throws InputError with the
+/// problems of every point, each message saying which point it is about, unless the problem is
+/// the same in every point.
+std::vector<Scenario> load_points(const SweepSpec& spec,
+                                  const std::vector<std::string>& command_line) {
+  std::vector<Scenario> scenarios;
+  struct Reported {
+    Diagnostic diagnostic;  ///< prefixed with its first point
+    Diagnostic plain;
+    size_t points = 0;      ///< how many points have it
+    size_t last_point = 0;
+  };
+  std::vector<Reported> reported;
+  std::map<std::string, size_t> index;  // location and message -> reported
+  for (size_t point = 0; point < spec.points.size(); ++point) {
+    std::vector<std::string> overrides;
+    std::vector<OverrideOrigin> origins;
+    for (const SweepAssignment& a : spec.set) {
+      overrides.push_back(a.text);
+      origins.push_back({&a, 0});
+    }
+    for (size_t i = 0; i < command_line.size(); ++i) {
+      overrides.push_back(command_line[i]);
+      origins.push_back({nullptr, static_cast<int>(i) + 1});
+    }
+    const std::vector<SweepAssignment> grid = spec.point_assignments(point);
+    for (const SweepAssignment& a : grid) {
+      overrides.push_back(a.text);
+      origins.push_back({&a, 0});
+    }
+    try {
+      Scenario scenario = load_scenario(spec.scenario, overrides);
+      check_memory(scenario);
+      scenarios.push_back(std::move(scenario));
+    } catch (const InputError& e) {
+      for (const Diagnostic& d : e.diagnostics()) {
+        const Diagnostic plain = relocate(d, origins);
+        const std::string key = plain.str();
+        auto [it, inserted] = index.emplace(key, reported.size());
+        if (inserted) {
+          Diagnostic prefixed = plain;
+          prefixed.message = fmt::format("in point {} ({}): {}", point, spec.point_label(point),
+                                         plain.message);
+          reported.push_back({prefixed, plain, 0, point});
+        }
+        Reported& r = reported[it->second];
+        if (inserted || r.last_point != point) ++r.points;
+        r.last_point = point;
+      }
+    }
+  }
+  if (reported.empty()) return scenarios;
+  std::vector<Diagnostic> all;
+  for (const Reported& r : reported) {
+    const bool everywhere = spec.points.size() > 1 && r.points == spec.points.size();
+    all.push_back(everywhere ? r.plain : r.diagnostic);
+  }
+  throw InputError(std::move(all));
+}
+
+// ---------------------------------------------------------------------------------------------
+// What a point's process sends back.
+
+/// One point's statistics, as the table shows them.
+struct PointResult {
+  int runs = 0;
+  int runs_completed = 0;
+  DistributionSummary step_time, job_time;
+  bool has_baseline = false;
+  double baseline_step_time_s = 0;
+  std::vector<std::string> errors;  ///< why runs failed, or why the point did
+};
+
+static_assert(std::is_trivially_copyable_v<DistributionSummary>);
+constexpr uint32_t kEndOfResult = 0x70727377;  // "prsw": the result arrived whole
+
+std::string encode(const PointResult& r) {
+  std::string bytes;
+  auto put = [&](const auto& value) {
+    bytes.append(reinterpret_cast<const char*>(&value), sizeof value);
+  };
+  put(r.runs);
+  put(r.runs_completed);
+  put(r.step_time);
+  put(r.job_time);
+  put(static_cast<uint8_t>(r.has_baseline));
+  put(r.baseline_step_time_s);
+  put(static_cast<uint64_t>(r.errors.size()));
+  for (const std::string& error : r.errors) {
+    put(static_cast<uint64_t>(error.size()));
+    bytes += error;
+  }
+  put(kEndOfResult);
+  return bytes;
+}
+
+/// The result in `bytes`, or nullopt when it did not arrive whole.
+std::optional<PointResult> decode(const std::string& bytes) {
+  size_t at = 0;
+  auto get = [&](auto& value) {
+    if (bytes.size() - at < sizeof value) return false;
+    std::memcpy(&value, bytes.data() + at, sizeof value);
+    at += sizeof value;
+    return true;
+  };
+  PointResult r;
+  uint8_t has_baseline = 0;
+  uint64_t errors = 0;
+  if (!get(r.runs) || !get(r.runs_completed) || !get(r.step_time) || !get(r.job_time) ||
+      !get(has_baseline) || !get(r.baseline_step_time_s) || !get(errors)) {
+    return std::nullopt;
+  }
+  r.has_baseline = has_baseline != 0;
+  for (uint64_t i = 0; i < errors; ++i) {
+    uint64_t size = 0;
+    if (!get(size) || bytes.size() - at < size) return std::nullopt;
+    r.errors.push_back(bytes.substr(at, size));
+    at += size;
+  }
+  uint32_t end = 0;
+  if (!get(end) || end != kEndOfResult || at != bytes.size()) return std::nullopt;
+  return r;
+}
+
+bool write_all(int fd, const std::string& bytes) {
+  const char* data = bytes.data();
+  size_t size = bytes.size();
+  while (size > 0) {
+    const ssize_t n = ::write(fd, data, size);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    data += n;
+    size -= static_cast<size_t>(n);
+  }
+  return true;
+}
+
+/// In a point's process: runs its study into `dir`, sends the statistics. Never returns.
+[[noreturn]] void point_main(const Scenario& scenario, const StudyOptions& options,
+                             const std::filesystem::path& dir, int fd) {
+  PointResult result;
+  result.runs = scenario.simulation.runs;
+  try {
+    const StudyOutcome outcome = run_study(scenario, options, dir);
+    const StudyResults& r = outcome.results;
+    for (const RunRecord& run : r.runs) {
+      result.runs_completed += run.ok;
+      if (!run.ok) result.errors.push_back(run.error);
+    }
+    result.step_time = r.step_time;
+    result.job_time = r.job_time;
+    if (r.baseline) {
+      result.has_baseline = true;
+      result.baseline_step_time_s = r.baseline->step_time_s;
+    }
+  } catch (const std::exception& e) {
+    result.errors.push_back(e.what());
+  }
+  const bool sent = write_all(fd, encode(result));
+  ::close(fd);
+  ::_exit(sent ? 0 : 1);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Running the points, each in its own process group.
+
+/// Set by SIGINT (Ctrl-C) while points run: launch no more, end the running ones (their whole
+/// process group: the point and its runs' processes).
+volatile std::sig_atomic_t sweep_interrupted = 0;
+constexpr size_t kMaxPointProcesses = 1024;  // --jobs is at most 1024
+volatile std::sig_atomic_t point_pids[kMaxPointProcesses] = {};
+
+void end_point(pid_t pid) {
+  ::kill(-pid, SIGKILL);
+  ::kill(pid, SIGKILL);
+}
+
+void on_sweep_interrupt(int) {
+  sweep_interrupted = 1;
+  for (size_t i = 0; i < kMaxPointProcesses; ++i) {
+    if (point_pids[i] > 0) end_point(static_cast<pid_t>(point_pids[i]));
+  }
+}
+
+/// Installs on_sweep_interrupt for SIGINT while it lives.
+class SweepInterruptHandler {
+ public:
+  SweepInterruptHandler() {
+    sweep_interrupted = 0;
+    struct sigaction action {};
+    action.sa_handler = on_sweep_interrupt;
+    sigemptyset(&action.sa_mask);
+    ::sigaction(SIGINT, &action, &previous_);
+  }
+  ~SweepInterruptHandler() { ::sigaction(SIGINT, &previous_, nullptr); }
+  SweepInterruptHandler(const SweepInterruptHandler&) = delete;
+  SweepInterruptHandler& operator=(const SweepInterruptHandler&) = delete;
+
+ private:
+  struct sigaction previous_ {};
+};
+
+/// What became of a point.
+enum class PointState { waiting, finished, cut_short };
+
+struct RunningPoint {
+  size_t point = 0;
+  pid_t pid = -1;
+  int fd = -1;
+  size_t slot = 0;  ///< in point_pids
+  std::string bytes;
+};
+
+/// "DIR/points/007".
+std::filesystem::path point_directory(const std::filesystem::path& out, size_t point) {
+  return out / "points" / fmt::format("{:03}", point);
+}
+
+/// Forks the process of `point`; it becomes the leader of its own process group, so that ending
+/// the group ends its runs' processes too.
+RunningPoint launch(size_t point, const Scenario& scenario, const StudyOptions& options,
+                    const std::filesystem::path& dir, const std::vector<RunningPoint>& running) {
+  int fds[2];
+  if (::pipe(fds) != 0) throw std::runtime_error(std::string("pipe: ") + std::strerror(errno));
+  std::cout.flush();
+  std::fflush(stdout);
+  std::fflush(stderr);
+  const pid_t parent = ::getpid();
+  const pid_t pid = ::fork();
+  if (pid < 0) throw std::runtime_error(std::string("fork: ") + std::strerror(errno));
+  if (pid == 0) {
+    ::setpgid(0, 0);
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // the sweep died: so does the point
+    if (::getppid() != parent) ::_exit(1);
+    ::signal(SIGINT, SIG_DFL);
+    ::close(fds[0]);
+    for (const RunningPoint& other : running) ::close(other.fd);
+    point_main(scenario, options, dir, fds[1]);
+  }
+  ::setpgid(pid, pid);  // also here: the group exists before anyone signals it
+  ::close(fds[1]);
+  size_t slot = 0;
+  while (point_pids[slot] != 0) ++slot;
+  point_pids[slot] = pid;
+  if (sweep_interrupted) end_point(pid);  // the signal came while forking
+  return {point, pid, fds[0], slot, {}};
+}
+
+/// Waits for the process of `p`, whose pipe reached its end, and ends what is left of its group.
+/// Returns what it sent, or nullopt (with `why` said) when it did not send it whole.
+std::optional<PointResult> collect(RunningPoint& p, std::string* why) {
+  ::close(p.fd);
+  siginfo_t info{};
+  while (::waitid(P_PID, static_cast<id_t>(p.pid), &info, WEXITED | WNOWAIT) < 0 &&
+         errno == EINTR) {
+  }
+  // The leader is a zombie until reaped, so its group id cannot be reused yet: end the group's
+  // remaining processes (the runs of a point that died).
+  ::kill(-p.pid, SIGKILL);
+  point_pids[p.slot] = 0;
+  int status = 0;
+  while (::waitpid(p.pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  auto result = decode(p.bytes);
+  if (!result) {
+    *why = WIFSIGNALED(status)
+               ? fmt::format("its process was killed by signal {} ({})", WTERMSIG(status),
+                             strsignal(WTERMSIG(status)))
+               : fmt::format("its process exited with status {} before sending its results",
+                             WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+  }
+  return result;
+}
+
+/// Runs every point, at most `slots` at once, each with `jobs_per_point` replications at once.
+/// Fills `results` and `states`; SIGINT stops it (points not finished are cut_short).
+void run_points(const std::vector<Scenario>& scenarios, const std::filesystem::path& out,
+                int slots, int jobs_per_point, std::vector<PointResult>& results,
+                std::vector<PointState>& states) {
+  StudyOptions options;
+  options.jobs = jobs_per_point;
+  options.show_progress = false;
+  const size_t points = scenarios.size();
+  std::vector<RunningPoint> running;
+  size_t next = 0;
+  int done = 0;
+  ProgressBar progress("points");
+  const SweepInterruptHandler handler;
+  while (next < points || !running.empty()) {
+    if (!sweep_interrupted && next < points && static_cast<int>(running.size()) < slots) {
+      const std::filesystem::path dir = point_directory(out, next);
+      std::error_code ec;
+      std::filesystem::create_directories(dir, ec);
+      if (ec) {
+        results[next].runs = scenarios[next].simulation.runs;
+        results[next].errors.push_back(
+            fmt::format("cannot create directory '{}': {}", dir.string(), ec.message()));
+        states[next++] = PointState::finished;
+        progress.update(++done, static_cast<int>(points));
+        continue;
+      }
+      // Files of an earlier sweep into the same directory would pass for this one's.
+      for (const char* name : {"summary.json", "runs.csv"}) std::filesystem::remove(dir / name, ec);
+      running.push_back(launch(next, scenarios[next], options, dir, running));
+      ++next;
+      continue;
+    }
+    if (running.empty()) break;  // interrupted before launching the rest
+    std::vector<pollfd> fds;
+    for (const RunningPoint& p : running) fds.push_back({p.fd, POLLIN, 0});
+    if (::poll(fds.data(), fds.size(), -1) < 0) {
+      if (errno == EINTR) continue;
+      throw std::runtime_error(std::string("poll: ") + std::strerror(errno));
+    }
+    for (size_t i = running.size(); i-- > 0;) {
+      if (fds[i].revents == 0) continue;
+      RunningPoint& p = running[i];
+      char buffer[4096];
+      const ssize_t got = ::read(p.fd, buffer, sizeof buffer);
+      if (got > 0) {
+        p.bytes.append(buffer, static_cast<size_t>(got));
+        continue;
+      }
+      if (got < 0 && errno == EINTR) continue;
+      std::string why;
+      auto result = collect(p, &why);
+      if (result) {
+        results[p.point] = std::move(*result);
+        states[p.point] = PointState::finished;
+      } else if (sweep_interrupted) {
+        states[p.point] = PointState::cut_short;
+      } else {
+        results[p.point].runs = scenarios[p.point].simulation.runs;
+        results[p.point].errors.push_back(why);
+        states[p.point] = PointState::finished;
+      }
+      running.erase(running.begin() + static_cast<std::ptrdiff_t>(i));
+      progress.update(++done, static_cast<int>(points));
+    }
+  }
+  progress.finish();
+}
+
+// ---------------------------------------------------------------------------------------------
+// The table.
+
+/// A CSV cell: quoted when it holds a separator, a quote, a line break or edge spaces.
+std::string csv_cell(const std::string& text) {
+  const bool quote = text.find_first_of(",\"\r\n") != std::string::npos ||
+                     (!text.empty() && (text.front() == ' ' || text.back() == ' '));
+  if (!quote) return text;
+  std::string out = "\"";
+  for (char c : text) out += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return out + "\"";
+}
+
+std::string json_string(const std::string& text) {
+  std::string out = "\"";
+  for (char c : text) {
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\t': out += "\\t"; break;
+      default:
+        if (static_cast<unsigned char>(c) < 0x20) {
+          out += fmt::format("\\u{:04x}", static_cast<unsigned>(c));
+        } else {
+          out += c;
+        }
+    }
+  }
+  return out + "\"";
+}
+
+/// The eight statistics of the table, in its order.
+std::vector<double> statistics(const DistributionSummary& d) {
+  return {d.mean, d.std, d.min, d.p50, d.p90, d.p95, d.p99, d.max};
+}
+constexpr const char* kStatisticNames[] = {"mean", "std", "min", "p50", "p90", "p95", "p99", "max"};
+
+std::string sweep_csv(const SweepSpec& spec, const std::vector<PointResult>& results,
+                      const std::vector<PointState>& states) {
+  std::vector<std::string> header = {"point"};
+  for (const SweepParameter& parameter : spec.parameters) {
+    header.push_back(csv_cell(parameter.column));
+  }
+  for (const std::string& column : sweep_result_columns()) header.push_back(column);
+  std::string out = fmt::format("{}\n", fmt::join(header, ","));
+  for (size_t point = 0; point < results.size(); ++point) {
+    if (states[point] != PointState::finished) continue;
+    const PointResult& r = results[point];
+    std::vector<std::string> row = {std::to_string(point)};
+    for (size_t p = 0; p < spec.parameters.size(); ++p) {
+      row.push_back(csv_cell(spec.parameters[p].values[spec.points[point][p]]));
+    }
+    row.push_back(std::to_string(r.runs));
+    row.push_back(std::to_string(r.runs_completed));
+    for (const DistributionSummary* d : {&r.step_time, &r.job_time}) {
+      for (double value : statistics(*d)) {
+        row.push_back(d->count > 0 ? fmt::format("{}", value) : "");
+      }
+    }
+    const bool slowdown = r.has_baseline && r.step_time.count > 0;
+    row.push_back(r.has_baseline ? fmt::format("{}", r.baseline_step_time_s) : "");
+    for (double p : {r.step_time.p50, r.step_time.p95, r.step_time.p99}) {
+      row.push_back(slowdown ? fmt::format("{}", p / r.baseline_step_time_s) : "");
+    }
+    out += fmt::format("{}\n", fmt::join(row, ","));
+  }
+  return out;
+}
+
+std::string distribution_json(const DistributionSummary& d) {
+  if (d.count == 0) return "null";
+  std::string out = fmt::format("{{\"count\": {}", d.count);
+  const auto values = statistics(d);
+  for (size_t i = 0; i < values.size(); ++i) {
+    out += fmt::format(", \"{}\": {}", kStatisticNames[i], values[i]);
+  }
+  return out + "}";
+}
+
+std::string string_list_json(const std::vector<std::string>& items) {
+  std::vector<std::string> quoted;
+  for (const std::string& item : items) quoted.push_back(json_string(item));
+  return fmt::format("[{}]", fmt::join(quoted, ", "));
+}
+
+std::string sweep_json(const SweepSpec& spec, const std::vector<std::string>& command_line,
+                       const std::vector<PointResult>& results,
+                       const std::vector<PointState>& states) {
+  std::vector<std::string> set;
+  for (const SweepAssignment& a : spec.set) set.push_back(a.as_written);
+  set.insert(set.end(), command_line.begin(), command_line.end());
+  std::vector<std::string> parameters;
+  for (const SweepParameter& parameter : spec.parameters) {
+    if (!parameter.variants) {
+      parameters.push_back(fmt::format("    {{\"path\": {}, \"values\": {}}}",
+                                       json_string(parameter.column),
+                                       string_list_json(parameter.values)));
+      continue;
+    }
+    std::vector<std::string> variants;
+    for (size_t v = 0; v < parameter.values.size(); ++v) {
+      std::vector<std::string> assignments;
+      for (const SweepAssignment& a : parameter.assignments[v]) assignments.push_back(a.as_written);
+      variants.push_back(fmt::format("{}: {}", json_string(parameter.values[v]),
+                                     string_list_json(assignments)));
+    }
+    parameters.push_back(fmt::format("    {{\"name\": {}, \"variants\": {{{}}}}}",
+                                     json_string(parameter.column), fmt::join(variants, ", ")));
+  }
+  std::vector<std::string> points;
+  for (size_t point = 0; point < results.size(); ++point) {
+    if (states[point] != PointState::finished) continue;
+    const PointResult& r = results[point];
+    std::vector<std::string> values;
+    for (size_t p = 0; p < spec.parameters.size(); ++p) {
+      values.push_back(fmt::format("{}: {}", json_string(spec.parameters[p].column),
+                                   json_string(spec.parameters[p].values[spec.points[point][p]])));
+    }
+    const bool slowdown = r.has_baseline && r.step_time.count > 0;
+    const double base = r.baseline_step_time_s;
+    points.push_back(fmt::format(
+        "    {{\"point\": {}, \"directory\": {}, \"values\": {{{}}}, \"runs\": {}, "
+        "\"runs_completed\": {},\n"
+        "     \"step_time_s\": {},\n"
+        "     \"job_time_s\": {},\n"
+        "     \"baseline_step_time_s\": {}, \"slowdown\": {}}}",
+        point, json_string(fmt::format("points/{:03}", point)), fmt::join(values, ", "), r.runs,
+        r.runs_completed, distribution_json(r.step_time), distribution_json(r.job_time),
+        r.has_baseline ? fmt::format("{}", base) : "null",
+        slowdown ? fmt::format("{{\"p50\": {}, \"p95\": {}, \"p99\": {}}}", r.step_time.p50 / base,
+                               r.step_time.p95 / base, r.step_time.p99 / base)
+                 : "null"));
+  }
+  return fmt::format(
+      "{{\n"
+      "  \"name\": {},\n"
+      "  \"scenario\": {},\n"
+      "  \"grid\": {},\n"
+      "  \"set\": {},\n"
+      "  \"parameters\": [\n{}\n  ],\n"
+      "  \"points_total\": {},\n"
+      "  \"points\": [{}{}{}]\n"
+      "}}\n",
+      json_string(spec.name), json_string(spec.scenario_as_written),
+      json_string(to_string(spec.grid)), string_list_json(set), fmt::join(parameters, ",\n"),
+      spec.points.size(), points.empty() ? "" : "\n", fmt::join(points, ",\n"),
+      points.empty() ? "" : "\n  ");
+}
+
+/// Seconds for humans: 4 significant digits with a unit that suits the magnitude.
+std::string human_seconds(double s) {
+  if (s >= 1.0 || s == 0.0) return fmt::format("{:.4g} s", s);
+  if (s >= 1e-3) return fmt::format("{:.4g} ms", s * 1e3);
+  return fmt::format("{:.4g} us", s * 1e6);
+}
+
+/// One line per finished point: its values, runs completed and step-time p50, p95, p99.
+std::string summary_table(const SweepSpec& spec, const std::vector<PointResult>& results,
+                          const std::vector<PointState>& states) {
+  std::vector<std::vector<std::string>> rows;
+  std::vector<std::string> header = {"point"};
+  for (const SweepParameter& parameter : spec.parameters) header.push_back(parameter.column);
+  for (const char* column : {"runs", "step p50", "step p95", "step p99"}) {
+    header.emplace_back(column);
+  }
+  rows.push_back(header);
+  for (size_t point = 0; point < results.size(); ++point) {
+    if (states[point] != PointState::finished) continue;
+    const PointResult& r = results[point];
+    std::vector<std::string> row = {fmt::format("{:03}", point)};
+    for (size_t p = 0; p < spec.parameters.size(); ++p) {
+      row.push_back(spec.parameters[p].values[spec.points[point][p]]);
+    }
+    row.push_back(fmt::format("{}/{}", r.runs_completed, r.runs));
+    for (double value : {r.step_time.p50, r.step_time.p95, r.step_time.p99}) {
+      row.push_back(r.step_time.count > 0 ? human_seconds(value) : "-");
+    }
+    rows.push_back(std::move(row));
+  }
+  std::vector<size_t> width(header.size(), 0);
+  for (const auto& row : rows) {
+    for (size_t c = 0; c < row.size(); ++c) width[c] = std::max(width[c], row[c].size());
+  }
+  std::string out;
+  for (const auto& row : rows) {
+    std::string line;
+    for (size_t c = 0; c < row.size(); ++c) {
+      // Text columns to the left, the times to the right.
+      const bool right = c + 3 >= row.size();
+      line += c == 0 ? "" : "  ";
+      line += right ? fmt::format("{:>{}}", row[c], width[c])
+                    : fmt::format("{:<{}}", row[c], width[c]);
+    }
+    while (!line.empty() && line.back() == ' ') line.pop_back();
+    out += line + "\n";
+  }
+  return out;
+}
+
+SweepOptions parse_options(int argc, char** argv, bool* help) {
+  SweepOptions options;
+  int runs = 0;
+  long long seed = -1;
+  po::options_description named("sweep options");
+  named.add_options()
+      ("help,h", "show this help")
+      ("out,o", po::value(&options.out), "output directory (default: out)")
+      ("jobs,j", po::value(&options.jobs),
+       "processes at once (default: CPU count): min(points, J) points at a time, each running "
+       "J / that many replications at once")
+      ("runs", po::value(&runs), "runs of every point (overrides simulation.runs)")
+      ("seed", po::value(&seed), "base seed of every point (overrides simulation.seed)")
+      ("set", po::value(&options.overrides)->composing(),
+       "override a scenario value in every point, after the sweep file's 'set' and before the "
+       "grid's values, e.g. --set simulation.steps=4");
+  po::options_description hidden;
+  hidden.add_options()("file", po::value(&options.file));
+  po::options_description all;
+  all.add(named).add(hidden);
+  po::positional_options_description positional;
+  positional.add("file", 1);
+  po::variables_map vm;
+  po::store(po::command_line_parser(argc, argv).options(all).positional(positional).run(), vm);
+  po::notify(vm);
+  if (vm.count("help")) {
+    std::cout << kUsage << "\n" << named;
+    *help = true;
+    return options;
+  }
+  if (options.file.empty()) throw UsageError("missing sweep file");
+  if (vm.count("runs")) {
+    if (runs < 1) throw UsageError("--runs must be at least 1");
+    options.overrides.push_back(fmt::format("simulation.runs={}", runs));
+  }
+  if (vm.count("seed")) {
+    if (seed < 0) throw UsageError("--seed must not be negative");
+    options.overrides.push_back(fmt::format("simulation.seed={}", seed));
+  }
+  if (vm.count("jobs") && (options.jobs < 1 || options.jobs > 1024)) {
+    throw UsageError("--jobs must be between 1 and 1024");
+  }
+  return options;
+}
+
+}  // namespace
+
+int sweep_command(int argc, char** argv) {
+  bool help = false;
+  const SweepOptions options = parse_options(argc, argv, &help);
+  if (help) return kExitOk;
+  const SweepSpec spec = load_sweep(options.file);
+  const std::vector<Scenario> scenarios = load_points(spec, options.overrides);
+
+  const std::filesystem::path out(options.out);
+  std::error_code ec;
+  std::filesystem::create_directories(out / "points", ec);
+  if (ec || ::access(out.c_str(), W_OK) != 0 || ::access((out / "points").c_str(), W_OK) != 0) {
+    throw UsageError(fmt::format("cannot write to output directory '{}'", options.out));
+  }
+
+  const int points = static_cast<int>(scenarios.size());
+  const int jobs = options.jobs > 0
+                       ? options.jobs
+                       : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const int slots = std::min(points, jobs);
+  std::vector<PointResult> results(scenarios.size());
+  std::vector<PointState> states(scenarios.size(), PointState::waiting);
+  run_points(scenarios, out, slots, std::max(1, jobs / slots), results, states);
+
+  const std::string csv_path = (out / "sweep.csv").string();
+  const std::string json_path = (out / "sweep.json").string();
+  write_file(csv_path, sweep_csv(spec, results, states));
+  write_file(json_path, sweep_json(spec, options.overrides, results, states));
+  std::cout << fmt::format("sweep {}: {} points ({}) of {}\n", spec.name, points,
+                           to_string(spec.grid), spec.scenario)
+            << summary_table(spec, results, states)
+            << fmt::format("wrote {}, {} and the points' outputs under {}\n", csv_path,
+                           json_path, (out / "points").string());
+  std::cout.flush();
+  const auto finished = std::count(states.begin(), states.end(), PointState::finished);
+  if (finished < points) {
+    std::cerr << fmt::format("prismsim: interrupted: {} of {} points finished; the table holds "
+                             "them\n", finished, points);
+    return kExitInterrupted;
+  }
+  int failed = 0;
+  for (size_t point = 0; point < results.size(); ++point) {
+    const PointResult& r = results[point];
+    if (r.runs_completed == r.runs && r.errors.empty()) continue;
+    ++failed;
+    std::cerr << fmt::format("prismsim: error: point {} ({}): {} of {} runs completed{}\n", point,
+                             spec.point_label(point), r.runs_completed, r.runs,
+                             r.errors.empty() ? "" : "; " + r.errors.front());
+  }
+  if (failed > 0) {
+    std::cerr << fmt::format("prismsim: error: {} of {} points did not complete every run; "
+                             "their rows show it\n", failed, points);
+    return kExitRunFailed;
+  }
+  return kExitOk;
+}
+
+}  // namespace prismsim
