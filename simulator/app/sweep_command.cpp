@@ -432,25 +432,6 @@ std::string csv_cell(const std::string& text) {
   return out + "\"";
 }
 
-std::string json_string(const std::string& text) {
-  std::string out = "\"";
-  for (char c : text) {
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\t': out += "\\t"; break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) {
-          out += fmt::format("\\u{:04x}", static_cast<unsigned>(c));
-        } else {
-          out += c;
-        }
-    }
-  }
-  return out + "\"";
-}
-
 /// The eight statistics of the table, in its order.
 std::vector<double> statistics(const DistributionSummary& d) {
   return {d.mean, d.std, d.min, d.p50, d.p90, d.p95, d.p99, d.max};
@@ -567,13 +548,6 @@ std::string sweep_json(const SweepSpec& spec, const std::vector<std::string>& co
       json_string(to_string(spec.grid)), string_list_json(set), fmt::join(parameters, ",\n"),
       spec.points.size(), points.empty() ? "" : "\n", fmt::join(points, ",\n"),
       points.empty() ? "" : "\n  ");
-}
-
-/// Seconds for humans: 4 significant digits with a unit that suits the magnitude.
-std::string human_seconds(double s) {
-  if (s >= 1.0 || s == 0.0) return fmt::format("{:.4g} s", s);
-  if (s >= 1e-3) return fmt::format("{:.4g} ms", s * 1e3);
-  return fmt::format("{:.4g} us", s * 1e6);
 }
 
 /// One line per finished point: its values, runs completed and step-time p50, p95, p99.

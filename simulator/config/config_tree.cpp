@@ -122,6 +122,16 @@ ConfigNode parse_yaml_text(const std::string& text, const std::string& label, in
   return parse(text, origin, diags);
 }
 
+const char* kind_name(ConfigNode::Kind kind) {
+  switch (kind) {
+    case ConfigNode::Kind::Null: return "nothing";
+    case ConfigNode::Kind::Scalar: return "a single value";
+    case ConfigNode::Kind::Sequence: return "a list";
+    case ConfigNode::Kind::Map: return "a map";
+  }
+  return "?";
+}
+
 void resolve_includes(ConfigNode& root, const std::vector<std::string>& keys, Diagnostics& diags) {
   if (!root.is_map()) return;
   for (const auto& key : keys) {

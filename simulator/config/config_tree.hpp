@@ -35,6 +35,9 @@ struct ConfigEntry {
   ConfigNode value;
 };
 
+/// How a kind of node reads in messages: "nothing", "a single value", "a list", "a map".
+const char* kind_name(ConfigNode::Kind kind);
+
 /// Reads a YAML file into a ConfigNode tree. Duplicate keys and non-scalar keys are reported to
 /// `diags`; unreadable files and syntax errors throw InputError located at `included_from`
 /// (unreadable) or in the file (syntax).

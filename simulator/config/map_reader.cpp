@@ -9,20 +9,6 @@
 
 namespace prismsim {
 
-namespace {
-
-const char* kind_name(ConfigNode::Kind kind) {
-  switch (kind) {
-    case ConfigNode::Kind::Null: return "nothing";
-    case ConfigNode::Kind::Scalar: return "a single value";
-    case ConfigNode::Kind::Sequence: return "a list";
-    case ConfigNode::Kind::Map: return "a map";
-  }
-  return "?";
-}
-
-}  // namespace
-
 MapReader::MapReader(const ConfigNode& node, std::string path, Diagnostics& diags)
     : node_(node), path_(std::move(path)), diags_(diags) {
   if (!node_.is_map()) {

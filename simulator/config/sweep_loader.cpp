@@ -16,16 +16,6 @@
 namespace prismsim {
 namespace {
 
-const char* kind_name(ConfigNode::Kind kind) {
-  switch (kind) {
-    case ConfigNode::Kind::Null: return "nothing";
-    case ConfigNode::Kind::Scalar: return "a single value";
-    case ConfigNode::Kind::Sequence: return "a list";
-    case ConfigNode::Kind::Map: return "a map";
-  }
-  return "?";
-}
-
 /// The text of a `variability=VALUE` assignment with a relative file name made relative to the
 /// sweep file's directory `base` (load_scenario reads a --set file relative to the working
 /// directory); any other assignment unchanged.

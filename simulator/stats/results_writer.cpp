@@ -15,7 +15,6 @@
 #endif
 
 namespace prismsim {
-namespace {
 
 std::string json_string(const std::string& text) {
   std::string out = "\"";
@@ -36,14 +35,11 @@ std::string json_string(const std::string& text) {
   return out + "\"";
 }
 
-/// Seconds printed for humans: 4 significant digits with a unit that suits the magnitude.
 std::string human_seconds(double s) {
   if (s >= 1.0 || s == 0.0) return fmt::format("{:.4g} s", s);
   if (s >= 1e-3) return fmt::format("{:.4g} ms", s * 1e3);
   return fmt::format("{:.4g} us", s * 1e6);
 }
-
-}  // namespace
 
 std::pair<DistributionSummary, DistributionSummary> summarize_runs(
     const std::vector<RunRecord>& runs, int steps) {

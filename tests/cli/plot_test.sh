@@ -32,30 +32,8 @@ fi
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-passed=0
-failed=0
-
-expect() {  # expect NAME EXIT_CODE ARGS... : runs plot.py; output in $tmp/out, $tmp/err
-  local name=$1 code=$2
-  shift 2
-  "$python" "$script" "$@" >"$tmp/out" 2>"$tmp/err"
-  local status=$?
-  if [ "$status" -eq "$code" ]; then
-    passed=$((passed + 1))
-  else
-    failed=$((failed + 1))
-    echo "FAIL $name: exit $status, expected $code"
-    sed 's/^/    /' "$tmp/err"
-  fi
-}
-same() {  # same NAME EXPECTED ACTUAL
-  if [ "$2" = "$3" ]; then
-    passed=$((passed + 1))
-  else
-    failed=$((failed + 1))
-    echo "FAIL $1: expected '$2', got '$3'"
-  fi
-}
+. "$(dirname "$0")/checks.sh"
+plot() { "$python" "$script" "$@"; }
 png() {  # png NAME FILE : FILE exists, is non-empty and starts with the PNG signature
   if [ -s "$2" ] && [ "$(head -c 8 "$2" | od -An -tx1 | tr -d ' \n')" = 89504e470d0a1a0a ]; then
     passed=$((passed + 1))
@@ -67,7 +45,7 @@ png() {  # png NAME FILE : FILE exists, is non-empty and starts with the PNG sig
 refused() {  # refused NAME ARGS... : exit 2, an error message on stderr, no traceback
   local name=$1
   shift
-  expect "$name" 2 "$@"
+  expect "$name" 2 plot "$@"
   same "$name: message" 1 "$(grep -c 'error: ' "$tmp/err")"
   same "$name: no traceback" 0 "$(grep -c 'Traceback' "$tmp/err")"
 }
@@ -126,24 +104,24 @@ sed -n '2,4p' "$tmp/sweep.csv" | sed 's/,25Gbps,/,ring,/; s/,100Gbps,/,tree,/; s
   >>"$tmp/categories.csv"
 
 # cdf
-expect "cdf" 0 cdf "$tmp/a"
+expect "cdf" 0 plot cdf "$tmp/a"
 png "cdf writes OUTDIR/cdf.png" "$tmp/a/cdf.png"
 same "cdf prints the path" "$tmp/a/cdf.png" "$(cat "$tmp/out")"
-expect "cdf -o" 0 cdf "$tmp/a" -o "$tmp/again.png"
+expect "cdf -o" 0 plot cdf "$tmp/a" -o "$tmp/again.png"
 png "cdf -o writes there" "$tmp/again.png"
 same "same inputs, same PNG" "" "$(cmp "$tmp/a/cdf.png" "$tmp/again.png" 2>&1)"
 
 # compare
-expect "compare" 0 compare "$tmp/a" "$tmp/b" --labels fast slow
+expect "compare" 0 plot compare "$tmp/a" "$tmp/b" --labels fast slow
 png "compare writes DIR_A/compare.png" "$tmp/a/compare.png"
 same "compare prints the path" "$tmp/a/compare.png" "$(cat "$tmp/out")"
 
 # sweep
-expect "sweep" 0 sweep "$tmp/sweep.csv" --x platform.node.nic.bandwidth \
+expect "sweep" 0 plot sweep "$tmp/sweep.csv" --x platform.node.nic.bandwidth \
   --series workload.global_batch --log-x
 png "sweep writes sweep-step_time.png next to the CSV" "$tmp/sweep-step_time.png"
 same "sweep prints the path" "$tmp/sweep-step_time.png" "$(cat "$tmp/out")"
-expect "sweep job time, categories" 0 sweep "$tmp/categories.csv" \
+expect "sweep job time, categories" 0 plot sweep "$tmp/categories.csv" \
   --x platform.node.nic.bandwidth --metric job_time -o "$tmp/categories.png"
 png "sweep -o writes there" "$tmp/categories.png"
 

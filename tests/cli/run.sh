@@ -6,30 +6,7 @@ prismsim=$1
 example=workloads/scenarios/dp-h100.yaml
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-passed=0
-failed=0
-
-expect() {  # expect NAME EXIT_CODE COMMAND... : checks the exit code; output in $tmp/out, $tmp/err
-  local name=$1 code=$2
-  shift 2
-  "$@" >"$tmp/out" 2>"$tmp/err"
-  local status=$?
-  if [ "$status" -eq "$code" ]; then
-    passed=$((passed + 1))
-  else
-    failed=$((failed + 1))
-    echo "FAIL $name: exit $status, expected $code"
-    sed 's/^/    /' "$tmp/err"
-  fi
-}
-same() {  # same NAME EXPECTED ACTUAL
-  if [ "$2" = "$3" ]; then
-    passed=$((passed + 1))
-  else
-    failed=$((failed + 1))
-    echo "FAIL $1: expected '$2', got '$3'"
-  fi
-}
+. "$(dirname "$0")/checks.sh"
 
 expect "version" 0 "$prismsim" --version
 same "version text" "prismsim 0.1.0" "$(cat "$tmp/out")"

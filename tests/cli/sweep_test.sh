@@ -7,30 +7,7 @@ prismsim=$1
 here=tests/cli/sweep
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-passed=0
-failed=0
-
-expect() {  # expect NAME EXIT_CODE COMMAND... : checks the exit code; output in $tmp/out, $tmp/err
-  local name=$1 code=$2
-  shift 2
-  "$@" >"$tmp/out" 2>"$tmp/err"
-  local status=$?
-  if [ "$status" -eq "$code" ]; then
-    passed=$((passed + 1))
-  else
-    failed=$((failed + 1))
-    echo "FAIL $name: exit $status, expected $code"
-    sed 's/^/    /' "$tmp/err"
-  fi
-}
-same() {  # same NAME EXPECTED ACTUAL
-  if [ "$2" = "$3" ]; then
-    passed=$((passed + 1))
-  else
-    failed=$((failed + 1))
-    echo "FAIL $1: expected '$2', got '$3'"
-  fi
-}
+. "$(dirname "$0")/checks.sh"
 column() {  # column CSV NAME : the values of column NAME, one a line (a quoted cell reads "q")
   sed 's/"[^"]*"/q/g' "$1" |
     awk -F, -v name="$2" 'NR == 1 { for (i = 1; i <= NF; i++) if ($i == name) c = i; next } { print $c }'

@@ -1,0 +1,25 @@
+# Shared by the CLI tests (sourced): counters and two checks. Needs $tmp (a scratch directory).
+passed=0
+failed=0
+
+expect() {  # expect NAME EXIT_CODE COMMAND... : checks the exit code; output in $tmp/out, $tmp/err
+  local name=$1 code=$2
+  shift 2
+  "$@" >"$tmp/out" 2>"$tmp/err"
+  local status=$?
+  if [ "$status" -eq "$code" ]; then
+    passed=$((passed + 1))
+  else
+    failed=$((failed + 1))
+    echo "FAIL $name: exit $status, expected $code"
+    sed 's/^/    /' "$tmp/err"
+  fi
+}
+same() {  # same NAME EXPECTED ACTUAL
+  if [ "$2" = "$3" ]; then
+    passed=$((passed + 1))
+  else
+    failed=$((failed + 1))
+    echo "FAIL $1: expected '$2', got '$3'"
+  fi
+}
