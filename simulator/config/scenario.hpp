@@ -84,6 +84,9 @@ struct WanLinkSpec {
   std::string from;
   std::string to;
   LinkSpec link;
+  /// > 0: each GPU also reaches the other datacenter over its own path of this bandwidth per
+  /// direction (out of its datacenter, and into the other), besides the shared link.
+  double path_bandwidth_Bps = 0;
 };
 
 /// One NCCL protocol: achievable fraction of link bandwidth, a fixed latency per collective and a

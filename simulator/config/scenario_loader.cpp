@@ -254,6 +254,8 @@ PlatformSpec read_platform(const ConfigNode& node, Diagnostics& diags) {
         }
       }
       wan.link = read_link_fields(w, true);
+      assign(wan.path_bandwidth_Bps,
+             w.positive_quantity("path_bandwidth", false, units::parse_bandwidth));
       w.finish();
       platform.wan.push_back(wan);
     }

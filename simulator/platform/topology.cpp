@@ -74,6 +74,22 @@ Topology::Topology(const PlatformSpec& spec)
     wan_link_[b * dcs + a] = static_cast<int>(links_.size());
     links_.push_back({wan_Bps, wan.link.latency_s + hop});
   }
+  wan_path_out_.assign(dcs * dcs, -1);
+  wan_path_in_.assign(dcs * dcs, -1);
+  for (const auto& wan : spec.wan) {
+    if (wan.path_bandwidth_Bps <= 0) continue;
+    const size_t a = index_of(wan.from);
+    const size_t b = index_of(wan.to);
+    const double path_Bps = wan.path_bandwidth_Bps * wan.link.efficiency;
+    for (auto [from, to] : {std::pair{a, b}, std::pair{b, a}}) {
+      wan_path_out_[from * dcs + to] = static_cast<int>(links_.size());
+      links_.insert(links_.end(), static_cast<size_t>(dc_first_gpu_[from + 1] - dc_first_gpu_[from]),
+                    TopologyLink{path_Bps, 0.0});
+      wan_path_in_[from * dcs + to] = static_cast<int>(links_.size());
+      links_.insert(links_.end(), static_cast<size_t>(dc_first_gpu_[to + 1] - dc_first_gpu_[to]),
+                    TopologyLink{path_Bps, 0.0});
+    }
+  }
 }
 
 CommScope Topology::scope_of(const std::vector<int>& gpus) const {
@@ -153,7 +169,12 @@ void Topology::route(int src, int dst, std::vector<int>& out) const {
     const size_t dcs = dc_names_.size();
     const int wan = wan_link_[static_cast<size_t>(a.datacenter) * dcs + b.datacenter];
     assert(wan >= 0 && "validation guarantees a WAN link between every pair of datacenters");
+    const size_t pair = static_cast<size_t>(a.datacenter) * dcs + b.datacenter;
+    if (wan_path_out_[pair] >= 0) {
+      out.push_back(wan_path_out_[pair] + src - dc_first_gpu_[a.datacenter]);
+    }
     out.push_back(wan);
+    if (wan_path_in_[pair] >= 0) out.push_back(wan_path_in_[pair] + dst - dc_first_gpu_[b.datacenter]);
     for (int tier = levels_ - 1; tier >= 1; --tier) {
       out.push_back(bundle(b.datacenter, tier, group_of(dst, tier), false));
     }
@@ -177,7 +198,16 @@ std::string Topology::link_name(int link) const {
   if (link >= first_wan_link_) {
     const size_t dcs = dc_names_.size();
     for (size_t i = 0; i < wan_link_.size(); ++i) {
-      if (wan_link_[i] == link) return fmt::format("wan-{}-{}", dc_names_[i / dcs], dc_names_[i % dcs]);
+      const std::string name = fmt::format("wan-{}-{}", dc_names_[i / dcs], dc_names_[i % dcs]);
+      if (wan_link_[i] == link) return name;
+      const int out_end = wan_path_out_[i] + dc_first_gpu_[i / dcs + 1] - dc_first_gpu_[i / dcs];
+      if (wan_path_out_[i] >= 0 && link >= wan_path_out_[i] && link < out_end) {
+        return fmt::format("{}-path-out-gpu{}", name, link - wan_path_out_[i] + dc_first_gpu_[i / dcs]);
+      }
+      const int in_end = wan_path_in_[i] + dc_first_gpu_[i % dcs + 1] - dc_first_gpu_[i % dcs];
+      if (wan_path_in_[i] >= 0 && link >= wan_path_in_[i] && link < in_end) {
+        return fmt::format("{}-path-in-gpu{}", name, link - wan_path_in_[i] + dc_first_gpu_[i % dcs]);
+      }
     }
   }
   for (size_t dc = dc_names_.size(); dc-- > 0;) {

@@ -32,7 +32,8 @@ struct TopologyLink {
 /// direction carrying the group's aggregate uplink bandwidth (ideal ECMP). NICs attach to leaves
 /// by node (fat_tree) or by rail (rail_optimized: NIC i of every node on rail i's leaves).
 /// Link bandwidths are effective ones (nominal x efficiency). Datacenters are joined
-/// by direct WAN links. Latencies add along a route: NVLink latency inside a node; NIC latency
+/// by direct WAN links, optionally with per-GPU paths (WanLinkSpec::path_bandwidth_Bps) that
+/// every cross-datacenter flow also crosses at either end. Latencies add along a route: NVLink latency inside a node; NIC latency
 /// plus one hop latency per switch crossed across nodes; WAN latency between datacenters.
 class Topology {
  public:
@@ -88,6 +89,9 @@ class Topology {
   std::vector<int> dc_first_gpu_;            ///< per datacenter, plus the total at the end
   std::vector<std::vector<int>> bundle_base_;  ///< [dc][tier] first link id of that tier's bundles
   std::vector<int> wan_link_;                ///< [from * dcs + to] link id, or -1
+  /// [from * dcs + to]: first of the per-GPU WAN paths out of `from` (one per GPU of `from`, in
+  /// GPU order), then into `to` (one per GPU of `to`); -1 without paths
+  std::vector<int> wan_path_out_, wan_path_in_;
   int first_bundle_link_ = 0;
   int first_wan_link_ = 0;
   std::vector<TopologyLink> links_;

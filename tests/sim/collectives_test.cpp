@@ -179,3 +179,21 @@ TEST_CASE("WAN latency and bandwidth appear exactly in a cross-datacenter exchan
   CHECK(timed(p, CollectiveOp::send_recv, 2, S, Algorithm::direct, CollectiveFidelity::step) ==
         doctest::Approx(expected).epsilon(1e-9));
 }
+
+TEST_CASE("per-GPU WAN paths limit each GPU's cross-datacenter flow") {
+  PlatformSpec p = platform(1, 1);
+  p.datacenters = {{"east", 1}, {"west", 1}};
+  p.wan = {{"east", "west", {10e9, 3e-3}, 2e9}};
+  const double S = 50e6;
+  // Each GPU's own 2 GB/s paths (out of east, into west) are narrower than the shared 10 GB/s
+  // link and its NIC: a transfer takes S / 2 GB/s.
+  const double expected = kNicLatency + kHop + 3e-3 + kHop + S / 2e9;
+  CHECK(timed(p, CollectiveOp::send_recv, 2, S, Algorithm::direct, CollectiveFidelity::step) ==
+        doctest::Approx(expected).epsilon(1e-9));
+  const Topology topology(p);
+  std::vector<int> route;
+  topology.route(0, 1, route);
+  CHECK(route.size() == 5);  // NIC up, path out of GPU 0, WAN, path into GPU 1, NIC down
+  CHECK(topology.link_name(route[1]) == "wan-east-west-path-out-gpu0");
+  CHECK(topology.link_name(route[3]) == "wan-east-west-path-in-gpu1");
+}
