@@ -1,12 +1,12 @@
 #include "config/variability_loader.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <limits>
 #include <memory>
-
-#include <fmt/format.h>
 
 #include "config/map_reader.hpp"
 #include "core/text.hpp"
@@ -16,14 +16,14 @@ namespace prismsim {
 namespace {
 
 constexpr double kAnyNumber = std::numeric_limits<double>::lowest();
-const std::vector<std::string> kFamilies = {"normal",    "lognormal", "gamma",  "uniform",
+const std::vector<std::string> kFamilies = {"normal",    "lognormal", "gamma",   "uniform",
                                             "empirical", "mixture",   "constant"};
 
 /// What values a distribution may take.
 enum class Support { positive, any };
 
-DistributionSpec read_distribution(const ConfigNode& node, const std::string& path,
-                                   Support support, Diagnostics& diags);
+DistributionSpec read_distribution(const ConfigNode& node, const std::string& path, Support support,
+                                   Diagnostics& diags);
 
 template <typename T, typename U>
 void assign(T& field, const std::optional<U>& value) {
@@ -34,9 +34,8 @@ void assign(T& field, const std::optional<U>& value) {
 std::vector<double> read_sample_file(const ConfigNode& node, const std::string& path,
                                      Diagnostics& diags) {
   const std::string dir = parent_directory(*node.loc.file);
-  const std::string file = dir.empty() || node.scalar.starts_with('/')
-                               ? node.scalar
-                               : dir + "/" + node.scalar;
+  const std::string file =
+      dir.empty() || node.scalar.starts_with('/') ? node.scalar : dir + "/" + node.scalar;
   std::ifstream in(file);
   if (!in) {
     diags.error(node.loc, fmt::format("'{}': cannot read sample file '{}'", path, file));
@@ -69,14 +68,14 @@ void read_family(DistributionSpec& d, MapReader& r, Support support) {
     for (const auto& key : keys) {
       if (r.get(key, false) == nullptr) continue;
       if (!found.empty()) {
-        diags.error(r.loc(), fmt::format("'{}' takes one of '{}' and '{}', not both", r.path(),
-                                         found, key));
+        diags.error(r.loc(),
+                    fmt::format("'{}' takes one of '{}' and '{}', not both", r.path(), found, key));
       }
       found = key;
     }
     if (found.empty()) {
-      diags.error(r.loc(), fmt::format("'{}' needs one of '{}'", r.path(),
-                                       fmt::join(keys, "', '")));
+      diags.error(r.loc(),
+                  fmt::format("'{}' needs one of '{}'", r.path(), fmt::join(keys, "', '")));
     }
     return found;
   };
@@ -88,8 +87,8 @@ void read_family(DistributionSpec& d, MapReader& r, Support support) {
       assign(d.floor, r.number("floor", false, low, false));
       if (d.stddev > 0 && d.floor > d.mean + 3 * d.stddev) {
         diags.error(r.loc(), fmt::format("'{}': the floor {} leaves almost nothing of a normal "
-                                         "of mean {} and stddev {}", r.path(), d.floor, d.mean,
-                                         d.stddev));
+                                         "of mean {} and stddev {}",
+                                         r.path(), d.floor, d.mean, d.stddev));
       }
       break;
     }
@@ -101,8 +100,9 @@ void read_family(DistributionSpec& d, MapReader& r, Support support) {
         assign(d.mu, r.number("mu", true, kAnyNumber, false));
       } else if (!by.empty()) {
         const auto v = r.number(by, true, d.shift, true);
-        if (v) d.mu = by == "median" ? std::log(*v - d.shift)
-                                     : std::log(*v - d.shift) - d.sigma * d.sigma / 2;
+        if (v)
+          d.mu = by == "median" ? std::log(*v - d.shift)
+                                : std::log(*v - d.shift) - d.sigma * d.sigma / 2;
         if (!v && r.valid()) {
           diags.error(r.get(by, false)->loc,
                       fmt::format("'{}' must exceed the shift", r.path_of(by)));
@@ -174,7 +174,8 @@ DistributionSpec read_mixture(const ConfigNode& list, const std::string& path, S
   d.family = DistributionSpec::Family::mixture;
   if (!list.is_sequence() || list.items.empty()) {
     diags.error(list.loc, fmt::format("'{}' must be a list of components, each with a 'weight' "
-                                      "and one distribution", path));
+                                      "and one distribution",
+                                      path));
     return d;
   }
   double total = 0;
@@ -182,8 +183,8 @@ DistributionSpec read_mixture(const ConfigNode& list, const std::string& path, S
     const ConfigNode& item = list.items[i];
     const std::string item_path = fmt::format("{}.{}", path, i);
     if (!item.is_map()) {
-      diags.error(item.loc, fmt::format("'{}' must be a map with 'weight' and one distribution",
-                                        item_path));
+      diags.error(item.loc,
+                  fmt::format("'{}' must be a map with 'weight' and one distribution", item_path));
       continue;
     }
     double weight = 0;
@@ -216,8 +217,8 @@ DistributionSpec read_mixture(const ConfigNode& list, const std::string& path, S
   return d;
 }
 
-DistributionSpec read_distribution(const ConfigNode& node, const std::string& path,
-                                   Support support, Diagnostics& diags) {
+DistributionSpec read_distribution(const ConfigNode& node, const std::string& path, Support support,
+                                   Diagnostics& diags) {
   DistributionSpec d;
   const std::string expected =
       fmt::format("{} or a map with one of normal, lognormal, gamma, uniform, empirical, mixture",
@@ -240,10 +241,9 @@ DistributionSpec read_distribution(const ConfigNode& node, const std::string& pa
   auto it = std::find(kFamilies.begin(), kFamilies.end(), entry.key);
   if (it == kFamilies.end()) {
     const std::string near = closest_match(entry.key, kFamilies);
-    diags.error(entry.key_loc, fmt::format("unknown distribution '{}' in '{}'{}", entry.key, path,
-                                           near.empty() ? ""
-                                                        : fmt::format(" (did you mean '{}'?)",
-                                                                      near)));
+    diags.error(entry.key_loc,
+                fmt::format("unknown distribution '{}' in '{}'{}", entry.key, path,
+                            near.empty() ? "" : fmt::format(" (did you mean '{}'?)", near)));
     return d;
   }
   if (entry.key == "mixture") return read_mixture(entry.value, family_path, support, diags);
@@ -376,8 +376,7 @@ void read_thermal(MapReader& parent, VariabilitySpec& v) {
   assign(t.power_cap_w, r.number("power_cap_w", false, 0.0, true));
   assign(t.initial_c, r.number("initial_c", false, kAnyNumber, false));
   if (t.busy_power_w <= t.idle_power_w) {
-    r.diags().error(r.loc(), fmt::format("'{}': busy_power_w must exceed idle_power_w",
-                                         r.path()));
+    r.diags().error(r.loc(), fmt::format("'{}': busy_power_w must exceed idle_power_w", r.path()));
   }
   if (t.power_cap_w > 0 && t.power_cap_w <= t.idle_power_w) {
     r.diags().error(r.get("power_cap_w", false)->loc,
@@ -428,7 +427,9 @@ void read_network(MapReader& parent, VariabilitySpec& v) {
 void scale_distribution(DistributionSpec& d, double factor) {
   using Family = DistributionSpec::Family;
   switch (d.family) {
-    case Family::constant: d.value *= factor; break;
+    case Family::constant:
+      d.value *= factor;
+      break;
     case Family::normal:
       d.mean *= factor;
       d.stddev *= factor;

@@ -6,9 +6,12 @@ namespace prismsim {
 
 const char* to_string(CommScope scope) {
   switch (scope) {
-    case CommScope::intra_node: return "intra_node";
-    case CommScope::inter_node: return "inter_node";
-    case CommScope::cross_datacenter: return "cross_datacenter";
+    case CommScope::intra_node:
+      return "intra_node";
+    case CommScope::inter_node:
+      return "inter_node";
+    case CommScope::cross_datacenter:
+      return "cross_datacenter";
   }
   return "?";
 }

@@ -15,17 +15,17 @@ namespace prismsim {
 struct DistributionSpec {
   enum class Family { constant, normal, lognormal, gamma, uniform, empirical, mixture };
   Family family = Family::constant;
-  double value = 1;    ///< constant
-  double mean = 0;     ///< normal
-  double stddev = 0;   ///< normal
-  double floor = 0;    ///< normal: truncated to values above the floor (default 0)
-  double mu = 0;       ///< lognormal: mean of the log
-  double sigma = 0;    ///< lognormal: standard deviation of the log
-  double shape = 0;    ///< gamma: k
-  double scale = 0;    ///< gamma: theta
-  double shift = 0;    ///< lognormal, gamma: added to every draw
-  double low = 0;      ///< uniform
-  double high = 0;     ///< uniform
+  double value = 1;             ///< constant
+  double mean = 0;              ///< normal
+  double stddev = 0;            ///< normal
+  double floor = 0;             ///< normal: truncated to values above the floor (default 0)
+  double mu = 0;                ///< lognormal: mean of the log
+  double sigma = 0;             ///< lognormal: standard deviation of the log
+  double shape = 0;             ///< gamma: k
+  double scale = 0;             ///< gamma: theta
+  double shift = 0;             ///< lognormal, gamma: added to every draw
+  double low = 0;               ///< uniform
+  double high = 0;              ///< uniform
   std::vector<double> samples;  ///< empirical: drawn uniformly, with replacement
   /// mixture: (weight, component); weights sum to 1
   std::vector<std::pair<double, DistributionSpec>> components;
@@ -42,26 +42,26 @@ struct DistributionSpec {
 /// or by its coordinates in the parallel grid (pipeline stage, data-parallel replica, tensor- and
 /// context-parallel position; unspecified coordinates are 0).
 struct SlowNodeSpec {
-  int node = -1;  ///< >= 0: this node
-  int rank = -1;  ///< >= 0: the node of this rank
+  int node = -1;                               ///< >= 0: this node
+  int rank = -1;                               ///< >= 0: the node of this rank
   int stage = 0, replica = 0, tp = 0, cp = 0;  ///< used when node and rank are -1
-  DistributionSpec slowdown;  ///< drawn once per run
+  DistributionSpec slowdown;                   ///< drawn once per run
   SourceLoc loc;
 };
 
 /// Lumped RC thermal model of each GPU (see docs/variability.md).
 struct ThermalSpec {
   DistributionSpec ambient_c = DistributionSpec::constant_at(25);  ///< drawn per node or rack
-  bool ambient_per_rack = false;        ///< false: per node
-  double resistance_c_per_w = 0.08;     ///< temperature rise per watt at steady state
-  double time_constant_s = 30;          ///< R x C
+  bool ambient_per_rack = false;                                   ///< false: per node
+  double resistance_c_per_w = 0.08;  ///< temperature rise per watt at steady state
+  double time_constant_s = 30;       ///< R x C
   double idle_power_w = 100;
-  double busy_power_w = 700;            ///< at full clock
-  double throttle_c = 85;               ///< clocks derate above this temperature
-  double derate_per_c = 0.02;           ///< fraction of clock lost per degree above throttle_c
-  double min_clock = 0.5;               ///< clocks never derate below this fraction
-  double power_cap_w = 0;               ///< > 0: clocks capped so busy power stays under it
-  double initial_c = -1;                ///< < 0: start at the idle steady state
+  double busy_power_w = 700;   ///< at full clock
+  double throttle_c = 85;      ///< clocks derate above this temperature
+  double derate_per_c = 0.02;  ///< fraction of clock lost per degree above throttle_c
+  double min_clock = 0.5;      ///< clocks never derate below this fraction
+  double power_cap_w = 0;      ///< > 0: clocks capped so busy power stays under it
+  double initial_c = -1;       ///< < 0: start at the idle steady state
 };
 
 /// Scope of a collective: within one node, across nodes of a datacenter, across datacenters.

@@ -200,13 +200,17 @@ std::string Topology::link_name(int link) const {
     for (size_t i = 0; i < wan_link_.size(); ++i) {
       const std::string name = fmt::format("wan-{}-{}", dc_names_[i / dcs], dc_names_[i % dcs]);
       if (wan_link_[i] == link) return name;
-      const int out_end = wan_path_out_[i] + dc_first_gpu_[i / dcs + 1] - dc_first_gpu_[i / dcs];
-      if (wan_path_out_[i] >= 0 && link >= wan_path_out_[i] && link < out_end) {
-        return fmt::format("{}-path-out-gpu{}", name, link - wan_path_out_[i] + dc_first_gpu_[i / dcs]);
+      // A per-GPU path: its GPU, when `link` is one of the paths from `base` for `dc`'s GPUs.
+      auto path_gpu = [&](int base, size_t dc) {
+        const int first = dc_first_gpu_[dc];
+        const bool in = base >= 0 && link >= base && link < base + dc_first_gpu_[dc + 1] - first;
+        return in ? link - base + first : -1;
+      };
+      if (const int gpu = path_gpu(wan_path_out_[i], i / dcs); gpu >= 0) {
+        return fmt::format("{}-path-out-gpu{}", name, gpu);
       }
-      const int in_end = wan_path_in_[i] + dc_first_gpu_[i % dcs + 1] - dc_first_gpu_[i % dcs];
-      if (wan_path_in_[i] >= 0 && link >= wan_path_in_[i] && link < in_end) {
-        return fmt::format("{}-path-in-gpu{}", name, link - wan_path_in_[i] + dc_first_gpu_[i % dcs]);
+      if (const int gpu = path_gpu(wan_path_in_[i], i % dcs); gpu >= 0) {
+        return fmt::format("{}-path-in-gpu{}", name, gpu);
       }
     }
   }

@@ -107,7 +107,10 @@ int Simulation::run(const StepCallback& on_step) {
     }
     if (!variation_model_->spec().regimes.empty()) {
       for (int link = 0; link < static_cast<int>(topology_.links().size()); ++link) {
-        if (!topology_.is_inter_node(link) || !topology_.links()[static_cast<size_t>(link)].can_saturate) continue;
+        if (!topology_.is_inter_node(link) ||
+            !topology_.links()[static_cast<size_t>(link)].can_saturate) {
+          continue;
+        }
         sg4::Link* sg_link = sg4::Link::by_name(topology_.link_name(link));
         inter_node_links_.emplace_back(sg_link, sg_link->get_bandwidth());
       }
@@ -155,7 +158,6 @@ void Simulation::stream_main(int rank, int stream) {
   RankEvents& events = events_[static_cast<size_t>(rank)];
   std::vector<sg4::CommPtr> sends;
   std::vector<const Op*> fused;  // compute ops of the pending execution (trace, variation)
-  const bool keep_fused = traced || variation_ != nullptr;
   RankTimes& times = rank_times_[static_cast<size_t>(rank)];
   const bool timed = stream == 0;
 
@@ -220,7 +222,7 @@ void Simulation::stream_main(int rank, int stream) {
       switch (op.kind) {
         case Op::Kind::compute:
           pending_s += op_seconds(op);
-          if (keep_fused || timed) fused.push_back(&op);
+          fused.push_back(&op);
           break;
         case Op::Kind::collective: {
           const int position = position_[static_cast<size_t>(op.group)][static_cast<size_t>(rank)];
@@ -233,7 +235,9 @@ void Simulation::stream_main(int rank, int stream) {
           if (variation_ != nullptr) {
             // Jitter stretches the call by its slowdown: the fabric model is its fastest.
             const double slowdown = variation_->collective_slowdown(op.group, position);
-            if (slowdown > 1) sg4::this_actor::sleep_for((slowdown - 1) * (sg4::Engine::get_clock() - start));
+            if (slowdown > 1) {
+              sg4::this_actor::sleep_for((slowdown - 1) * (sg4::Engine::get_clock() - start));
+            }
           }
           if (timed) times.collective_s += sg4::Engine::get_clock() - start;
           if (traced) {
@@ -292,7 +296,9 @@ void Simulation::apply_regime(int step) {
   const double slowdown = variation_->regime(step);
   if (slowdown == regime_slowdown_) return;
   regime_slowdown_ = slowdown;
-  for (const auto& [link, nominal_Bps] : inter_node_links_) link->set_bandwidth(nominal_Bps / slowdown);
+  for (const auto& [link, nominal_Bps] : inter_node_links_) {
+    link->set_bandwidth(nominal_Bps / slowdown);
+  }
 }
 
 double Simulation::segment_communication_s(const Op& op) const {

@@ -7,8 +7,8 @@ namespace prismsim {
 
 ThermalModel::ThermalModel(const ThermalSpec& spec) : spec_(spec) {
   if (spec.power_cap_w > 0 && spec.power_cap_w < spec.busy_power_w) {
-    cap_clock_ = std::cbrt((spec.power_cap_w - spec.idle_power_w) /
-                           (spec.busy_power_w - spec.idle_power_w));
+    cap_clock_ =
+        std::cbrt((spec.power_cap_w - spec.idle_power_w) / (spec.busy_power_w - spec.idle_power_w));
   }
 }
 

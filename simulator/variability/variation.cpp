@@ -77,7 +77,8 @@ VariationModel::VariationModel(const VariabilitySpec& spec, const Scenario& scen
   }
   for (size_t h = 0; h < job.groups.size() && copies; ++h) {
     std::vector<int> key;
-    for (int rank : job.groups[h].ranks) key.push_back(job.representative[static_cast<size_t>(rank)]);
+    for (int rank : job.groups[h].ranks)
+      key.push_back(job.representative[static_cast<size_t>(rank)]);
     auto it = simulated.find(key);
     if (it != simulated.end() && it->second != static_cast<int>(h)) {
       group_copies_[static_cast<size_t>(it->second)].push_back(static_cast<int>(h));
@@ -85,7 +86,8 @@ VariationModel::VariationModel(const VariabilitySpec& spec, const Scenario& scen
   }
 
   double cumulative = 0;
-  for (const RegimeSpec& regime : spec_.regimes) regime_cdf_.push_back(cumulative += regime.probability);
+  for (const RegimeSpec& regime : spec_.regimes)
+    regime_cdf_.push_back(cumulative += regime.probability);
 
   if (spec_.has_gpu_speed) {
     per_gpu_ = sampler_for(spec_.per_gpu);
@@ -164,13 +166,13 @@ VariationModel::SegmentPlan VariationModel::plan(const std::vector<Kernel>& kern
       continue;
     }
     // Segments repeat the same kernels: resolve each name once.
-    auto [it, added] = sampler_of_kernel_.try_emplace(
-        {kernel.name, static_cast<int>(kernel.kernel_class)}, -1);
+    auto [it, added] =
+        sampler_of_kernel_.try_emplace({kernel.name, static_cast<int>(kernel.kernel_class)}, -1);
     if (added) it->second = kernel_sampler(kernel);
     plan.sampler.push_back(it->second);
     plan.kernel_noise |= it->second >= 0;
-    const bool clock_bound = kernel.kernel_class == KernelClass::gemm ||
-                             kernel.kernel_class == KernelClass::attention;
+    const bool clock_bound =
+        kernel.kernel_class == KernelClass::gemm || kernel.kernel_class == KernelClass::attention;
     plan.clock_s.push_back(clock_bound ? kernel.seconds : 0.0);
     plan.other_s.push_back(clock_bound ? 0.0 : kernel.seconds);
     (clock_bound ? chunk_clock : chunk_other) += kernel.seconds;
@@ -192,7 +194,8 @@ RunVariation::RunVariation(const VariationModel& model, uint64_t run_seed)
     if (job.lockstep_of_rank.empty()) {
       unit.gpus = {job.gpu_of_rank[static_cast<size_t>(rank)]};
     } else {
-      const auto& members = job.lockstep[static_cast<size_t>(job.lockstep_of_rank[static_cast<size_t>(rank)])];
+      const auto& members =
+          job.lockstep[static_cast<size_t>(job.lockstep_of_rank[static_cast<size_t>(rank)])];
       for (int member : members) unit.gpus.push_back(job.gpu_of_rank[static_cast<size_t>(member)]);
     }
     for (int gpu : unit.gpus) {
@@ -206,8 +209,8 @@ RunVariation::RunVariation(const VariationModel& model, uint64_t run_seed)
       unit.varies |= unit.slowdown.back() != 1.0;
     }
     unit.varies |= model.thermal_;
-    unit.comm_key = splitmix64(
-        comm_key ^ splitmix64(static_cast<uint64_t>(*std::min_element(unit.gpus.begin(), unit.gpus.end()))));
+    unit.comm_key = splitmix64(comm_key ^ splitmix64(static_cast<uint64_t>(*std::min_element(
+                                              unit.gpus.begin(), unit.gpus.end()))));
   }
 }
 
@@ -217,8 +220,8 @@ double RunVariation::persistent_slowdown(int gpu) const {
   double slowdown = 1;
   auto draw = [&](int sampler, Purpose purpose, uint64_t entity) {
     if (sampler >= 0) {
-      slowdown *= m.samplers_[static_cast<size_t>(sampler)].draw(
-          word(stream_key(seed_, purpose), entity));
+      slowdown *=
+          m.samplers_[static_cast<size_t>(sampler)].draw(word(stream_key(seed_, purpose), entity));
     }
   };
   draw(m.per_gpu_, Purpose::gpu, static_cast<uint64_t>(gpu));

@@ -53,13 +53,12 @@ class VariationModel {
     bool kernel_noise = false;            ///< some kernel draws noise
     bool jitter = false;                  ///< some collective draws jitter
     bool has_inter_node = false;
-    double communication_s = 0;           ///< nominal, of the analytic collectives
+    double communication_s = 0;  ///< nominal, of the analytic collectives
   };
 
   int sampler_for(const DistributionSpec& spec);
   int kernel_sampler(const Kernel& kernel);
   SegmentPlan plan(const std::vector<Kernel>& kernels);
-
 
   VariabilitySpec spec_;
   const Job& job_;
@@ -67,13 +66,13 @@ class VariationModel {
   bool active_ = false;
   bool varies_units_ = false;  ///< persistent slowdowns or thermal state per GPU
   std::vector<Sampler> samplers_;
-  std::map<const DistributionSpec*, int> sampler_of_spec_;  ///< specs live in spec_
+  std::map<const DistributionSpec*, int> sampler_of_spec_;        ///< specs live in spec_
   std::map<std::pair<std::string, int>, int> sampler_of_kernel_;  ///< (name, class) -> sampler
   std::vector<SegmentPlan> segment_plans_;
   SegmentPlan plain_plan_;  ///< compute ops given by seconds (layer stacks)
   std::map<CommScope, int> jitter_;
-  std::vector<int> group_jitter_;                ///< per job group: sampler, or -1
-  std::vector<std::vector<int>> group_copies_;   ///< per simulated group: groups it stands for
+  std::vector<int> group_jitter_;               ///< per job group: sampler, or -1
+  std::vector<std::vector<int>> group_copies_;  ///< per simulated group: groups it stands for
   std::vector<double> regime_cdf_;
   int per_gpu_ = -1, per_node_ = -1, per_rack_ = -1;
   std::vector<std::pair<int, int>> slow_nodes_;  ///< (node, sampler)
@@ -122,12 +121,12 @@ class RunVariation {
 
   const VariationModel& model_;
   uint64_t seed_;
-  std::vector<Unit> units_;  ///< by rank; empty for ranks not simulated
+  std::vector<Unit> units_;                   ///< by rank; empty for ranks not simulated
   std::vector<std::vector<uint64_t>> calls_;  ///< [group][position] calls made
-  std::vector<double> chunk_max_;  ///< scratch
-  std::vector<double> busy_;       ///< scratch: per member
-  std::vector<double> clock_;      ///< scratch: per member
-  std::vector<double> factors_;    ///< scratch: per kernel
+  std::vector<double> chunk_max_;             ///< scratch
+  std::vector<double> busy_;                  ///< scratch: per member
+  std::vector<double> clock_;                 ///< scratch: per member
+  std::vector<double> factors_;               ///< scratch: per kernel
   double peak_temperature_c_ = 0;
 };
 

@@ -1,10 +1,9 @@
 #include <doctest/doctest.h>
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <string>
 #include <vector>
-
-#include <fmt/format.h>
 
 #include "config/scenario_loader.hpp"
 #include "core/seeds.hpp"
@@ -64,10 +63,10 @@ TEST_CASE("with variation, one rank per tensor-parallel group still gives the fu
       "slow_nodes: [{rank: 5, slowdown: 1.3}], "
       "thermal: {throttle_c: 40, time_constant: 0.01s}}";
   auto with = [&](const char* symmetry) {
-    return load_scenario(kTinyGpt, {"parallelism.gpus=16", "parallelism.tp=4", "parallelism.pp=2",
-                                    "parallelism.dp=2", "engine.layer_collectives=analytic",
-                                    "simulation.steps=2", variability,
-                                    std::string("engine.tensor_parallel_symmetry=") + symmetry});
+    return load_scenario(
+        kTinyGpt, {"parallelism.gpus=16", "parallelism.tp=4", "parallelism.pp=2",
+                   "parallelism.dp=2", "engine.layer_collectives=analytic", "simulation.steps=2",
+                   variability, std::string("engine.tensor_parallel_symmetry=") + symmetry});
   };
   const Scenario reduced = with("true"), full = with("false");
   REQUIRE(build_job(reduced, Topology(reduced.platform)).representative.size() == 16);
@@ -96,9 +95,9 @@ TEST_CASE("a slow node never makes a step faster, wherever it is placed") {
       CAPTURE(stage);
       CAPTURE(replica);
       auto overrides = base;
-      overrides.push_back(fmt::format(
-          "variability={{slow_nodes: [{{stage: {}, replica: {}, slowdown: 1.4}}]}}", stage,
-          replica));
+      overrides.push_back(
+          fmt::format("variability={{slow_nodes: [{{stage: {}, replica: {}, slowdown: 1.4}}]}}",
+                      stage, replica));
       const double step = step_of(load_scenario(kTinyGpt, overrides));
       CHECK(step >= nominal);
       slowest = std::max(slowest, step);

@@ -29,7 +29,9 @@ Scenario tiny(const std::string& variability, std::vector<std::string> more = {}
 /// A job, its topology and its variation model, kept together.
 struct Fixture {
   explicit Fixture(const Scenario& scenario)
-      : s(scenario), topology(s.platform), job(build_job(s, topology)),
+      : s(scenario),
+        topology(s.platform),
+        job(build_job(s, topology)),
         model(s.variability, s, topology, job) {}
   Scenario s;
   Topology topology;
@@ -115,10 +117,10 @@ TEST_CASE("the thermal model settles at its closed-form steady state under const
 }
 
 TEST_CASE("a variability section is read with its parameters normalised") {
-  const Scenario s = tiny(
-      PRISMSIM_SOURCE_DIR "/workloads/variability/h100-all-sources.yaml",
-      {"variability.kernels.gemm={lognormal: {mean: 1.1, sigma: 0.2, shift: 0.1}}",
-       "variability.kernels.attention={gamma: {shape: 4, mean: 1.2}}"});
+  const Scenario s =
+      tiny(PRISMSIM_SOURCE_DIR "/workloads/variability/h100-all-sources.yaml",
+           {"variability.kernels.gemm={lognormal: {mean: 1.1, sigma: 0.2, shift: 0.1}}",
+            "variability.kernels.attention={gamma: {shape: 4, mean: 1.2}}"});
   const VariabilitySpec& v = s.variability;
   const DistributionSpec& gemm = v.kernel_classes.at("gemm");
   CHECK(gemm.family == DistributionSpec::Family::lognormal);
@@ -145,12 +147,12 @@ TEST_CASE("bad variability input is reported at its place") {
             .find("communication varies by scope") != std::string::npos);
   CHECK(load_error({"variability={slow_nodes: [{stage: 2, slowdown: 1.5}]}"})
             .find("slow node: stage 2 does not exist (the job has 2)") != std::string::npos);
-  CHECK(load_error({"variability={network: {wan_rtt_ms: 20}}"})
-            .find("needs WAN links") != std::string::npos);
+  CHECK(load_error({"variability={network: {wan_rtt_ms: 20}}"}).find("needs WAN links") !=
+        std::string::npos);
   CHECK(load_error({"variability={network: {regimes: [{probability: 0.5, slowdown: 2}]}}"})
             .find("probabilities must sum to 1, got 0.5") != std::string::npos);
-  CHECK(load_error({"variability={gpus: {per_gpu: -1}}"})
-            .find("must be a positive number") != std::string::npos);
+  CHECK(load_error({"variability={gpus: {per_gpu: -1}}"}).find("must be a positive number") !=
+        std::string::npos);
   CHECK(load_error({"variability={gpus: {per_gpu: {uniform: {min: 2, max: 1}}}}"})
             .find("max must exceed min") != std::string::npos);
   CHECK(load_error({"variability={kernels: {gemm: {mixture: [{weight: 1, mixture: []}]}}}"})
@@ -171,7 +173,8 @@ TEST_CASE("a source's draws do not depend on which other sources are on") {
   CHECK(communication > 0);
   for (int i = 0; i < 5; ++i) {
     const double alone = a.execute(0, {op}, 0, 0).seconds - communication;
-    CHECK(b.execute(0, {op}, 0, 0).seconds - communication == doctest::Approx(2 * alone).epsilon(1e-12));
+    CHECK(b.execute(0, {op}, 0, 0).seconds - communication ==
+          doctest::Approx(2 * alone).epsilon(1e-12));
     CHECK(c.execute(0, {op}, 0, 0).seconds - communication != doctest::Approx(alone).epsilon(1e-6));
   }
 }
@@ -203,8 +206,9 @@ TEST_CASE("a slow node placed by grid coordinates slows the ranks on that node o
 }
 
 TEST_CASE("network regimes are drawn per step with their probabilities") {
-  const Fixture f(tiny("{network: {regimes: [{probability: 0.7, slowdown: 1}, "
-                       "{probability: 0.2, slowdown: 1.5}, {probability: 0.1, slowdown: 3}]}}"));
+  const Fixture f(
+      tiny("{network: {regimes: [{probability: 0.7, slowdown: 1}, "
+           "{probability: 0.2, slowdown: 1.5}, {probability: 0.1, slowdown: 3}]}}"));
   RunVariation run(f.model, 7);
   int counts[3] = {0, 0, 0};
   const int steps = 20000;
