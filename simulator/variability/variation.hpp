@@ -28,6 +28,8 @@ class VariationModel {
  public:
   VariationModel(const VariabilitySpec& spec, const Scenario& scenario, const Topology& topology,
                  const Job& job);
+  VariationModel(const VariationModel&) = delete;  // refers to the job and topology it was given
+  VariationModel& operator=(const VariationModel&) = delete;
 
   /// False when the spec adds no variation: runs then take the deterministic path.
   bool active() const { return active_; }
