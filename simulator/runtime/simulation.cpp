@@ -152,7 +152,6 @@ int Simulation::run(const StepCallback& on_step) {
 void Simulation::stream_main(int rank, int stream) {
   const Program& program = *job_.program_of_rank[static_cast<size_t>(rank)];
   const std::vector<Op>& ops = program.streams[static_cast<size_t>(stream)];
-  const double speed = sg4::this_actor::get_host()->get_speed();
   const std::vector<int>& traced_as = traced_as_[static_cast<size_t>(rank)];
   const bool traced = !traced_as.empty();
   RankEvents& events = events_[static_cast<size_t>(rank)];
@@ -178,16 +177,18 @@ void Simulation::stream_main(int rank, int stream) {
     auto flush_compute = [&] {
       if (pending_s <= 0) return;
       const double start = sg4::Engine::get_clock();
+      // A rank's host runs nothing else, so its compute is a timed wait: as long as an
+      // execution of the same work, and cheaper for the engine (no CPU sharing to solve).
       double communication_s = 0;
       if (variation_ != nullptr) {
         const ExecutionTime t = variation_->execute(rank, fused, start, step);
         communication_s = t.communication_s;
-        sg4::this_actor::execute(t.seconds * speed);
+        sg4::this_actor::sleep_for(t.seconds);
       } else {
         if (timed) {
           for (const Op* op : fused) communication_s += segment_communication_s(*op);
         }
-        sg4::this_actor::execute(pending_s * speed);
+        sg4::this_actor::sleep_for(pending_s);
       }
       ++counters_.executions;
       if (timed) {
