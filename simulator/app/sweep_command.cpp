@@ -26,6 +26,7 @@
 
 #include "app/cli_errors.hpp"
 #include "app/study.hpp"
+#include "montecarlo/child_processes.hpp"
 #include "config/scenario_loader.hpp"
 #include "config/sweep_loader.hpp"
 #include "core/diagnostics.hpp"
@@ -200,18 +201,6 @@ std::optional<PointResult> decode(const std::string& bytes) {
   return r;
 }
 
-bool write_all(int fd, const std::string& bytes) {
-  const char* data = bytes.data();
-  size_t size = bytes.size();
-  while (size > 0) {
-    const ssize_t n = ::write(fd, data, size);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    data += n;
-    size -= static_cast<size_t>(n);
-  }
-  return true;
-}
 
 /// In a point's process: runs its study into `dir`, sends the statistics. Never returns.
 [[noreturn]] void point_main(const Scenario& scenario, const StudyOptions& options,
@@ -234,49 +223,14 @@ bool write_all(int fd, const std::string& bytes) {
   } catch (const std::exception& e) {
     result.errors.push_back(e.what());
   }
-  const bool sent = write_all(fd, encode(result));
+  const std::string bytes = encode(result);
+  const bool sent = write_all(fd, bytes.data(), bytes.size());
   ::close(fd);
   ::_exit(sent ? 0 : 1);
 }
 
 // ---------------------------------------------------------------------------------------------
 // Running the points, each in its own process group.
-
-/// Set by SIGINT (Ctrl-C) while points run: launch no more, end the running ones (their whole
-/// process group: the point and its runs' processes).
-volatile std::sig_atomic_t sweep_interrupted = 0;
-constexpr size_t kMaxPointProcesses = 1024;  // --jobs is at most 1024
-volatile std::sig_atomic_t point_pids[kMaxPointProcesses] = {};
-
-void end_point(pid_t pid) {
-  ::kill(-pid, SIGKILL);
-  ::kill(pid, SIGKILL);
-}
-
-void on_sweep_interrupt(int) {
-  sweep_interrupted = 1;
-  for (size_t i = 0; i < kMaxPointProcesses; ++i) {
-    if (point_pids[i] > 0) end_point(static_cast<pid_t>(point_pids[i]));
-  }
-}
-
-/// Installs on_sweep_interrupt for SIGINT while it lives.
-class SweepInterruptHandler {
- public:
-  SweepInterruptHandler() {
-    sweep_interrupted = 0;
-    struct sigaction action {};
-    action.sa_handler = on_sweep_interrupt;
-    sigemptyset(&action.sa_mask);
-    ::sigaction(SIGINT, &action, &previous_);
-  }
-  ~SweepInterruptHandler() { ::sigaction(SIGINT, &previous_, nullptr); }
-  SweepInterruptHandler(const SweepInterruptHandler&) = delete;
-  SweepInterruptHandler& operator=(const SweepInterruptHandler&) = delete;
-
- private:
-  struct sigaction previous_ {};
-};
 
 /// What became of a point.
 enum class PointState { waiting, finished, cut_short };
@@ -285,7 +239,7 @@ struct RunningPoint {
   size_t point = 0;
   pid_t pid = -1;
   int fd = -1;
-  size_t slot = 0;  ///< in point_pids
+  size_t slot = 0;  ///< in the interrupt guard
   std::string bytes;
 };
 
@@ -297,7 +251,8 @@ std::filesystem::path point_directory(const std::filesystem::path& out, size_t p
 /// Forks the process of `point`; it becomes the leader of its own process group, so that ending
 /// the group ends its runs' processes too.
 RunningPoint launch(size_t point, const Scenario& scenario, const StudyOptions& options,
-                    const std::filesystem::path& dir, const std::vector<RunningPoint>& running) {
+                    const std::filesystem::path& dir, const std::vector<RunningPoint>& running,
+                    InterruptGuard& guard) {
   int fds[2];
   if (::pipe(fds) != 0) throw std::runtime_error(std::string("pipe: ") + std::strerror(errno));
   std::cout.flush();
@@ -317,16 +272,12 @@ RunningPoint launch(size_t point, const Scenario& scenario, const StudyOptions& 
   }
   ::setpgid(pid, pid);  // also here: the group exists before anyone signals it
   ::close(fds[1]);
-  size_t slot = 0;
-  while (point_pids[slot] != 0) ++slot;
-  point_pids[slot] = pid;
-  if (sweep_interrupted) end_point(pid);  // the signal came while forking
-  return {point, pid, fds[0], slot, {}};
+  return {point, pid, fds[0], guard.watch(pid, true), {}};
 }
 
 /// Waits for the process of `p`, whose pipe reached its end, and ends what is left of its group.
 /// Returns what it sent, or nullopt (with `why` said) when it did not send it whole.
-std::optional<PointResult> collect(RunningPoint& p, std::string* why) {
+std::optional<PointResult> collect(RunningPoint& p, InterruptGuard& guard, std::string* why) {
   ::close(p.fd);
   siginfo_t info{};
   while (::waitid(P_PID, static_cast<id_t>(p.pid), &info, WEXITED | WNOWAIT) < 0 &&
@@ -335,7 +286,7 @@ std::optional<PointResult> collect(RunningPoint& p, std::string* why) {
   // The leader is a zombie until reaped, so its group id cannot be reused yet: end the group's
   // remaining processes (the runs of a point that died).
   ::kill(-p.pid, SIGKILL);
-  point_pids[p.slot] = 0;
+  guard.forget(p.slot);
   int status = 0;
   while (::waitpid(p.pid, &status, 0) < 0 && errno == EINTR) {
   }
@@ -363,9 +314,9 @@ void run_points(const std::vector<Scenario>& scenarios, const std::filesystem::p
   size_t next = 0;
   int done = 0;
   ProgressBar progress("points");
-  const SweepInterruptHandler handler;
+  InterruptGuard guard;
   while (next < points || !running.empty()) {
-    if (!sweep_interrupted && next < points && static_cast<int>(running.size()) < slots) {
+    if (!guard.interrupted() && next < points && static_cast<int>(running.size()) < slots) {
       const std::filesystem::path dir = point_directory(out, next);
       std::error_code ec;
       std::filesystem::create_directories(dir, ec);
@@ -379,7 +330,7 @@ void run_points(const std::vector<Scenario>& scenarios, const std::filesystem::p
       }
       // Files of an earlier sweep into the same directory would pass for this one's.
       for (const char* name : {"summary.json", "runs.csv"}) std::filesystem::remove(dir / name, ec);
-      running.push_back(launch(next, scenarios[next], options, dir, running));
+      running.push_back(launch(next, scenarios[next], options, dir, running, guard));
       ++next;
       continue;
     }
@@ -401,11 +352,11 @@ void run_points(const std::vector<Scenario>& scenarios, const std::filesystem::p
       }
       if (got < 0 && errno == EINTR) continue;
       std::string why;
-      auto result = collect(p, &why);
+      auto result = collect(p, guard, &why);
       if (result) {
         results[p.point] = std::move(*result);
         states[p.point] = PointState::finished;
-      } else if (sweep_interrupted) {
+      } else if (guard.interrupted()) {
         states[p.point] = PointState::cut_short;
       } else {
         results[p.point].runs = scenarios[p.point].simulation.runs;

@@ -14,65 +14,13 @@
 #include <fmt/format.h>
 
 #include "core/seeds.hpp"
+#include "montecarlo/child_processes.hpp"
 
 namespace prismsim {
 namespace {
 
 /// Message kinds a child writes to its pipe, each followed by its payload.
 enum : uint8_t { kStep = 1, kCounters = 2, kRankTimes = 3 };
-
-/// Set by SIGINT (Ctrl-C) while replications run: stop, keep what finished. The handler ends the
-/// running children (kill is async-signal-safe); the parent then reads what they streamed.
-volatile std::sig_atomic_t interrupt_requested = 0;
-constexpr size_t kMaxChildren = 1024;  // --jobs is at most 1024
-volatile std::sig_atomic_t child_pids[kMaxChildren] = {};
-void on_interrupt(int) {
-  interrupt_requested = 1;
-  for (size_t i = 0; i < kMaxChildren; ++i) {
-    if (child_pids[i] > 0) ::kill(static_cast<pid_t>(child_pids[i]), SIGKILL);
-  }
-}
-
-/// Installs on_interrupt for SIGINT while it lives (also when run_replications throws).
-class InterruptHandler {
- public:
-  InterruptHandler() {
-    struct sigaction action {};
-    action.sa_handler = on_interrupt;
-    sigemptyset(&action.sa_mask);
-    ::sigaction(SIGINT, &action, &previous_);
-  }
-  ~InterruptHandler() { ::sigaction(SIGINT, &previous_, nullptr); }
-  InterruptHandler(const InterruptHandler&) = delete;
-  InterruptHandler& operator=(const InterruptHandler&) = delete;
-
- private:
-  struct sigaction previous_ {};
-};
-
-bool write_all(int fd, const void* data, size_t size) {
-  const auto* bytes = static_cast<const char*>(data);
-  while (size > 0) {
-    const ssize_t n = ::write(fd, bytes, size);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    bytes += n;
-    size -= static_cast<size_t>(n);
-  }
-  return true;
-}
-
-bool read_all(int fd, void* data, size_t size) {
-  auto* bytes = static_cast<char*>(data);
-  while (size > 0) {
-    const ssize_t n = ::read(fd, bytes, size);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    bytes += n;
-    size -= static_cast<size_t>(n);
-  }
-  return true;
-}
 
 /// In the child: simulate, stream each finished step, then the counters. Never returns.
 [[noreturn]] void child_main(Simulation& simulation, int run, uint64_t base_seed, int fd, int steps) {
@@ -113,7 +61,7 @@ struct Child {
   int run = 0;
   pid_t pid = -1;
   int fd = -1;
-  size_t slot = 0;  ///< in child_pids
+  size_t slot = 0;  ///< in the interrupt guard
 };
 
 void collect(const Child& child, RunRecord& record, int steps) {
@@ -176,10 +124,9 @@ std::vector<RunRecord> run_replications(Simulation& simulation, const std::vecto
   std::fflush(stdout);
   std::fflush(stderr);
   // Ctrl-C stops launching runs and ends the running ones; what finished is kept.
-  interrupt_requested = 0;
-  const InterruptHandler handler;
+  InterruptGuard guard;
   for (int run = 0; run < runs || !running.empty();) {
-    if (interrupt_requested && run < runs) runs = run;  // launch no more
+    if (guard.interrupted() && run < runs) runs = run;  // launch no more
     if (run < runs && static_cast<int>(running.size()) < jobs) {
       records[static_cast<size_t>(run)].error.clear();
       int fds[2];
@@ -193,11 +140,7 @@ std::vector<RunRecord> run_replications(Simulation& simulation, const std::vecto
         child_main(simulation, run_ids[static_cast<size_t>(run)], base_seed, fds[1], steps);
       }
       ::close(fds[1]);
-      size_t slot = 0;
-      while (child_pids[slot] != 0) ++slot;
-      child_pids[slot] = pid;
-      if (interrupt_requested) ::kill(pid, SIGKILL);  // the signal came while forking
-      running.push_back({run, pid, fds[0], slot});
+      running.push_back({run, pid, fds[0], guard.watch(pid, false)});
       ++run;
       continue;
     }
@@ -205,10 +148,10 @@ std::vector<RunRecord> run_replications(Simulation& simulation, const std::vecto
     const Child child = running.front();
     running.pop_front();
     collect(child, records[static_cast<size_t>(child.run)], steps);
-    child_pids[child.slot] = 0;
+    guard.forget(child.slot);
     if (on_run_done) on_run_done(++done, runs);
   }
-  if (interrupted != nullptr) *interrupted = interrupt_requested != 0;
+  if (interrupted != nullptr) *interrupted = guard.interrupted();
   return records;
 }
 
