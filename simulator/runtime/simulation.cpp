@@ -140,7 +140,7 @@ int Simulation::run(const StepCallback& on_step) {
     throw;
   }
   write_trace();
-  if (!job_.representative.empty()) {
+  if (report_rank_times_ && !job_.representative.empty()) {
     for (int rank = 0; rank < job_.rank_count(); ++rank) {
       rank_times_[static_cast<size_t>(rank)] =
           rank_times_[static_cast<size_t>(job_.representative[static_cast<size_t>(rank)])];
@@ -158,7 +158,7 @@ void Simulation::stream_main(int rank, int stream) {
   std::vector<sg4::CommPtr> sends;
   std::vector<const Op*> fused;  // compute ops of the pending execution (trace, variation)
   RankTimes& times = rank_times_[static_cast<size_t>(rank)];
-  const bool timed = stream == 0;
+  const bool timed = stream == 0 && report_rank_times_;  // the compute stream, when asked
 
   auto add_span = [&](double start, double end, const std::string& name,
                       const std::string& category, int microbatch) {

@@ -57,7 +57,8 @@ class Simulation {
   }
   /// Variation to inject (nullptr or inactive: the deterministic run); set before run().
   void set_variation(const VariationModel* model) { variation_model_ = model; }
-  /// Per rank (representatives for ranks not simulated): where the compute stream's time went.
+  /// Per rank (representatives for ranks not simulated): where the compute stream's time went;
+  /// all zero unless set_report_rank_times(true).
   const std::vector<RankTimes>& rank_times() const { return rank_times_; }
   /// Whether replications send rank_times() back (a per-rank breakdown of chosen runs).
   void set_report_rank_times(bool report) { report_rank_times_ = report; }

@@ -288,29 +288,24 @@ ExecutionTime RunVariation::execute(int rank, const std::vector<const Op*>& ops,
     for (size_t i = 0; i < members; ++i) {
       const double inverse_clock = 1 / clock_[i];
       const double slowdown = unit.slowdown[i] * scale;
-      double busy = 0;
-      if (!plan.kernel_noise) {
-        for (size_t c = 0; c < chunks; ++c) {
-          const double t =
-              (plan.chunk_clock_s[c] * inverse_clock + plan.chunk_other_s[c]) * slowdown;
-          busy += t;
-          chunk_max_[c] = std::max(chunk_max_[c], t);
+      if (plan.kernel_noise) {
+        // Draw first, then add up: the sums stay in registers.
+        const uint64_t key = splitmix64(unit.kernel_keys[i] + index * kGolden);
+        for (size_t k = 0; k < count; ++k) {
+          const int sampler = plan.sampler[k];
+          factors_[k] = sampler >= 0 ? samplers[sampler].draw(kernel_word(key, k)) : 1.0;
         }
-        busy_[i] += busy;
-        continue;
       }
-      // Draw first, then add up: the sums stay in registers.
-      const uint64_t key = splitmix64(unit.kernel_keys[i] + index * kGolden);
-      for (size_t k = 0; k < count; ++k) {
-        const int sampler = plan.sampler[k];
-        factors_[k] = sampler >= 0 ? samplers[sampler].draw(kernel_word(key, k)) : 1.0;
-      }
+      double busy = 0;
       size_t k = 0;
       for (size_t c = 0; c < chunks; ++c) {
-        double clock_bound = 0, other = 0;
-        for (; k < plan.chunk_end[c]; ++k) {
-          clock_bound += plan.clock_s[k] * factors_[k];
-          other += plan.other_s[k] * factors_[k];
+        double clock_bound = plan.chunk_clock_s[c], other = plan.chunk_other_s[c];
+        if (plan.kernel_noise) {
+          clock_bound = other = 0;
+          for (; k < plan.chunk_end[c]; ++k) {
+            clock_bound += plan.clock_s[k] * factors_[k];
+            other += plan.other_s[k] * factors_[k];
+          }
         }
         const double t = (clock_bound * inverse_clock + other) * slowdown;
         busy += t;
