@@ -68,6 +68,13 @@ class MapReader {
   std::vector<std::string> known_;
 };
 
+/// Stores a value read by a MapReader into `field` when there is one (absent or invalid: the
+/// field keeps its default).
+template <typename T, typename U>
+void assign(T& field, const std::optional<U>& value) {
+  if (value) field = static_cast<T>(*value);
+}
+
 /// Reads a scalar node as a quantity; reports and returns nullopt when invalid.
 std::optional<double> read_quantity(const ConfigNode& node, const std::string& path,
                                     QuantityParser parser, Diagnostics& diags);

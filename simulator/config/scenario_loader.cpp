@@ -31,11 +31,6 @@ const std::vector<std::string> kTransformerOnlyKeys = {
 
 const std::vector<std::string> kPrecisionNames = {"fp32", "tf32", "bf16", "fp16", "fp8"};
 
-template <typename T, typename U>
-void assign(T& field, const std::optional<U>& value) {
-  if (value) field = static_cast<T>(*value);
-}
-
 /// A fraction in (0, 1].
 std::optional<double> read_fraction(MapReader& r, std::string_view key) {
   auto value = r.number(key, false, 0.0, true);

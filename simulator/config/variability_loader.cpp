@@ -25,11 +25,6 @@ enum class Support { positive, any };
 DistributionSpec read_distribution(const ConfigNode& node, const std::string& path, Support support,
                                    Diagnostics& diags);
 
-template <typename T, typename U>
-void assign(T& field, const std::optional<U>& value) {
-  if (value) field = static_cast<T>(*value);
-}
-
 /// Samples from a file: one number per line; blank lines and lines starting with '#' are skipped.
 std::vector<double> read_sample_file(const ConfigNode& node, const std::string& path,
                                      Diagnostics& diags) {
@@ -133,6 +128,7 @@ void read_family(DistributionSpec& d, MapReader& r, Support support) {
     }
     case Family::empirical: {
       const std::string by = pick_one({"samples", "file"});
+      const size_t errors_before = diags.size();
       if (by == "samples") {
         if (const ConfigNode* list = r.list("samples", true)) {
           for (const auto& item : list->items) {
@@ -151,7 +147,8 @@ void read_family(DistributionSpec& d, MapReader& r, Support support) {
           diags.error(file->loc, fmt::format("'{}' must be a file name", r.path_of("file")));
         }
       }
-      if (!by.empty() && d.samples.empty()) {
+      // (Not after the file's own error.)
+      if (!by.empty() && d.samples.empty() && diags.size() == errors_before) {
         diags.error(r.loc(), fmt::format("'{}' has no samples", r.path()));
       }
       for (double v : d.samples) {

@@ -41,6 +41,7 @@ class Diagnostics {
  public:
   void error(const SourceLoc& where, std::string message);
   bool empty() const { return items_.empty(); }
+  size_t size() const { return items_.size(); }
   /// Throws InputError with everything collected, if anything was.
   void throw_if_any() const;
 

@@ -1,6 +1,8 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -135,6 +137,15 @@ TEST_CASE("a variability section is read with its parameters normalised") {
   CHECK_FALSE(no_thermal.has_thermal);
   CHECK(no_thermal.sources().size() == 5);
   CHECK(no_thermal.kernel_classes.size() == v.kernel_classes.size());
+}
+
+TEST_CASE("an empirical distribution reads its samples from a file, one per line") {
+  const std::string file =
+      (std::filesystem::temp_directory_path() / "prismsim-variability-samples.txt").string();
+  std::ofstream(file) << "# slowdowns\n1.02\n\n0.98 \n1.5\n";
+  const Scenario s = tiny("{kernels: {gemm: {empirical: {file: " + file + "}}}}");
+  CHECK(s.variability.kernel_classes.at("gemm").samples == std::vector<double>{1.02, 0.98, 1.5});
+  std::filesystem::remove(file);
 }
 
 TEST_CASE("bad variability input is reported at its place") {
