@@ -182,19 +182,9 @@ Options parse_command_line(int argc, char** argv, bool* handled) {
                          : fmt::format("unknown command '{}'", options.command));
   }
   if (options.scenario.empty()) throw UsageError("missing scenario file");
-  if (vm.count("runs")) {
-    if (runs < 1) throw UsageError("--runs must be at least 1");
-    options.overrides.push_back(fmt::format("simulation.runs={}", runs));
-  }
-  if (vm.count("seed")) {
-    if (seed < 0) throw UsageError("--seed must not be negative");
-    options.overrides.push_back(fmt::format("simulation.seed={}", seed));
-  }
+  apply_run_options(vm, runs, seed, options.jobs, options.overrides);
   if (vm.count("trace-ranks") && options.trace.empty()) {
     throw UsageError("--trace-ranks needs --trace FILE");
-  }
-  if (vm.count("jobs") && (options.jobs < 1 || options.jobs > 1024)) {
-    throw UsageError("--jobs must be between 1 and 1024");
   }
   return options;
 }

@@ -46,6 +46,21 @@ void ProgressBar::finish() {
   drawn_ = false;
 }
 
+void apply_run_options(const boost::program_options::variables_map& vm, int runs, long long seed,
+                       int jobs, std::vector<std::string>& overrides) {
+  if (vm.count("runs")) {
+    if (runs < 1) throw UsageError("--runs must be at least 1");
+    overrides.push_back(fmt::format("simulation.runs={}", runs));
+  }
+  if (vm.count("seed")) {
+    if (seed < 0) throw UsageError("--seed must not be negative");
+    overrides.push_back(fmt::format("simulation.seed={}", seed));
+  }
+  if (vm.count("jobs") && (jobs < 1 || jobs > 1024)) {
+    throw UsageError("--jobs must be between 1 and 1024");
+  }
+}
+
 void write_file(const std::filesystem::path& path, const std::string& text) {
   std::ofstream out(path, std::ios::binary);
   out << text;

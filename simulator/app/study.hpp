@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include <boost/program_options/variables_map.hpp>
+
 #include "config/scenario.hpp"
 #include "stats/results_writer.hpp"
 
@@ -62,6 +64,12 @@ struct StudyOutcome {
 /// written.
 StudyOutcome run_study(const Scenario& scenario, const StudyOptions& options,
                        const std::filesystem::path& out_dir);
+
+/// Checks the --runs, --seed and --jobs that `vm` holds (parsed into `runs`, `seed`, `jobs`, as
+/// `run` and `sweep` take them) and appends --runs and --seed to `overrides` as
+/// simulation.runs / simulation.seed. Throws UsageError.
+void apply_run_options(const boost::program_options::variables_map& vm, int runs, long long seed,
+                       int jobs, std::vector<std::string>& overrides);
 
 /// Writes `text` to `path`; throws std::runtime_error when it cannot.
 void write_file(const std::filesystem::path& path, const std::string& text);

@@ -575,17 +575,7 @@ SweepOptions parse_options(int argc, char** argv, bool* help) {
     return options;
   }
   if (options.file.empty()) throw UsageError("missing sweep file");
-  if (vm.count("runs")) {
-    if (runs < 1) throw UsageError("--runs must be at least 1");
-    options.overrides.push_back(fmt::format("simulation.runs={}", runs));
-  }
-  if (vm.count("seed")) {
-    if (seed < 0) throw UsageError("--seed must not be negative");
-    options.overrides.push_back(fmt::format("simulation.seed={}", seed));
-  }
-  if (vm.count("jobs") && (options.jobs < 1 || options.jobs > 1024)) {
-    throw UsageError("--jobs must be between 1 and 1024");
-  }
+  apply_run_options(vm, runs, seed, options.jobs, options.overrides);
   return options;
 }
 
