@@ -84,6 +84,14 @@ NcclLog read_nccl_log(const std::string& path) {
       continue;
     }
     m.time_s *= 1e-6;
+    // In-place columns follow the out-of-place ones: time algbw busbw #wrong.
+    const size_t in_place = static_cast<size_t>(time_column) + 4;
+    if (fields.size() > in_place && read_number(fields[in_place], &m.in_place_time_s) &&
+        m.in_place_time_s > 0) {
+      m.in_place_time_s *= 1e-6;
+    } else {
+      m.in_place_time_s = 0;
+    }
     log.points.push_back(m);
   }
   log.nodes = static_cast<int>(hosts.size());

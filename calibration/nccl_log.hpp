@@ -9,6 +9,7 @@ namespace prismsim {
 struct NcclMeasurement {
   double bytes = 0;
   double time_s = 0;  ///< out-of-place time
+  double in_place_time_s = 0;  ///< in-place time, 0 when the row has none
   double busbw_GBps = 0;
 };
 

@@ -1,17 +1,22 @@
 #!/usr/bin/env python3
-"""Plots of prismsim results: distributions of one study, two studies side by side, sweeps.
+"""Plots of prismsim results: distributions of one study, two studies side by side, sweeps,
+calibration fits.
 
 usage:
   plot.py cdf OUTDIR [-o FILE.png]
   plot.py compare DIR_A DIR_B [--labels A B] [-o FILE.png]
   plot.py sweep SWEEP.csv --x COLUMN [--series COLUMN] [--metric step_time|job_time]
                 [--log-x] [-o FILE.png]
+  plot.py calibration CALIBRATION.json [--out DIR]
 
 OUTDIR, DIR_A and DIR_B are `prismsim run --out` directories (runs.csv, summary.json);
-SWEEP.csv is what `prismsim sweep` writes. Needs only the standard library and matplotlib
-(Debian: apt-get install python3-matplotlib); draws with the non-interactive Agg backend.
-Prints the path of the PNG it writes. Bad input (a missing file, directory or column, an
-empty file) is reported on stderr with exit status 2.
+SWEEP.csv is what `prismsim sweep` writes; CALIBRATION.json is what `prismsim calibrate
+--plots DIR` (or --report) writes: calibration draws DIR/calibration-ENTRY.png, a CDF and a
+QQ plot of the sample against each fitted family, per fitted entry. Needs only the standard
+library and matplotlib (Debian: apt-get install python3-matplotlib); draws with the
+non-interactive Agg backend. Prints the path of each PNG it writes. Bad input (a missing
+file, directory or column, an empty file, invalid JSON) is reported on stderr with exit
+status 2.
 """
 
 import argparse
@@ -246,6 +251,28 @@ def optional_float(text):
     return value if math.isfinite(value) else None
 
 
+def read_json(path, what):
+    """A JSON file holding an object; checks it exists, is not empty and parses."""
+    if os.path.isdir(path):
+        raise InputError(f"'{path}' is a directory, expected {what}")
+    if not os.path.isfile(path):
+        raise InputError(f"cannot read {what} '{path}': no such file")
+    try:
+        with open(path, encoding="utf-8") as handle:
+            text = handle.read()
+    except (OSError, UnicodeDecodeError) as error:
+        raise InputError(f"cannot read {what} '{path}': {error}") from None
+    if not text.strip():
+        raise InputError(f"{what} '{path}' is empty")
+    try:
+        value = json.loads(text)
+    except ValueError as error:
+        raise InputError(f"{what} '{path}' is not valid JSON: {error}") from None
+    if not isinstance(value, dict):
+        raise InputError(f"{what} '{path}' is not a JSON object")
+    return value
+
+
 class Study:
     """One `prismsim run --out` directory: its step and job times and its summary."""
 
@@ -280,20 +307,7 @@ class Study:
             warn(f"no summary.json in '{os.path.dirname(path)}': percentiles are computed "
                  f"from runs.csv")
             return {}
-        try:
-            with open(path, encoding="utf-8") as handle:
-                text = handle.read()
-        except (OSError, UnicodeDecodeError) as error:
-            raise InputError(f"cannot read summary '{path}': {error}") from None
-        if not text.strip():
-            raise InputError(f"summary '{path}' is empty")
-        try:
-            summary = json.loads(text)
-        except ValueError as error:
-            raise InputError(f"summary '{path}' is not valid JSON: {error}") from None
-        if not isinstance(summary, dict):
-            raise InputError(f"summary '{path}' is not a JSON object")
-        return summary
+        return read_json(path, "summary")
 
     def values(self, metric):
         return self.step_times if metric == "step_time" else self.job_times
@@ -651,6 +665,119 @@ def command_sweep(args):
     plt.close(fig)
 
 
+FAMILY_COLORS = {"normal": "tab:blue", "lognormal": "tab:orange", "gamma": "tab:green"}
+
+
+def number_list(value, where):
+    if not isinstance(value, list) or not all(
+            isinstance(v, (int, float)) and not isinstance(v, bool) for v in value):
+        raise InputError(f"{where} is not a list of numbers")
+    return [float(v) for v in value]
+
+
+def calibration_fit(fit, where):
+    """A FIT object of calibration.json, checked: its quantile lists all as long as its
+    probabilities."""
+    if not isinstance(fit, dict):
+        raise InputError(f"{where}: 'fit' is not a JSON object")
+    probabilities = number_list(fit.get("probabilities"), f"{where}: 'probabilities'")
+    quantiles = number_list(fit.get("quantiles"), f"{where}: 'quantiles'")
+    if len(quantiles) != len(probabilities):
+        raise InputError(f"{where}: {len(quantiles)} quantiles for {len(probabilities)} "
+                         f"probabilities")
+    families = fit.get("families", [])
+    if not isinstance(families, list) or not all(isinstance(f, dict) for f in families):
+        raise InputError(f"{where}: 'families' is not a list of objects")
+    checked = []
+    for family in families:
+        name = str(family.get("family", "?"))
+        values = number_list(family.get("quantiles"), f"{where}: family {name}: 'quantiles'")
+        if len(values) != len(probabilities):
+            raise InputError(f"{where}: family {name} has {len(values)} quantiles for "
+                             f"{len(probabilities)} probabilities")
+        ks = family.get("ks")
+        checked.append((name, ks if isinstance(ks, (int, float)) else None, values))
+    samples = fit.get("samples")
+    return {"samples": samples if isinstance(samples, int) else len(quantiles),
+            "chosen": str(fit.get("chosen", "?")), "probabilities": probabilities,
+            "quantiles": quantiles, "families": checked}
+
+
+def calibration_figure(plt, entry, fit):
+    fig, (cdf_ax, qq_ax) = plt.subplots(1, 2, figsize=(13, 5.2))
+    probabilities, sample = fit["probabilities"], fit["quantiles"]
+    cdf_ax.plot(sample, probabilities, drawstyle="steps-post", color="black", linewidth=1.6,
+                zorder=4, label=f"sample ({fit['samples']} samples)")
+    qq = list(sample)
+    for index, (family, ks, values) in enumerate(fit["families"]):
+        chosen = family == fit["chosen"]
+        style = {"color": FAMILY_COLORS.get(family, f"C{index + 3}"),
+                 "linewidth": 2.8 if chosen else 1.3, "zorder": 3 if chosen else 2}
+        label = f"{family}  KS {'n/a' if ks is None else f'{ks:.4f}'}" + (
+            "  (chosen)" if chosen else "")
+        cdf_ax.plot(values, probabilities, label=label, **style)
+        qq_ax.plot(values, sample, marker="o", markersize=3, label=label, **style)
+        qq += values
+    low, high = padded_limits(qq)
+    cdf_ax.set_xlim(low, high)
+    cdf_ax.set_ylim(0, 1.02)
+    cdf_ax.set_title("CDF", fontsize=10)
+    cdf_ax.set_xlabel("slowdown (× nominal)")
+    cdf_ax.set_ylabel("fraction of samples ≤ x")
+    cdf_ax.legend(loc="lower right", fontsize=8, framealpha=0.9)
+    qq_ax.plot([low, high], [low, high], color="grey", linestyle="--", linewidth=1,
+               label="y = x")
+    qq_ax.set_xlim(low, high)
+    qq_ax.set_ylim(low, high)
+    qq_ax.set_title("QQ", fontsize=10)
+    qq_ax.set_xlabel("fitted quantile")
+    qq_ax.set_ylabel("sample quantile")
+    qq_ax.legend(loc="upper left", fontsize=8, framealpha=0.9)
+    for ax in (cdf_ax, qq_ax):
+        ax.grid(True, alpha=0.3)
+    fig.suptitle(f"{entry}  ({fit['samples']} samples, chosen: {fit['chosen']})", fontsize=12)
+    fig.tight_layout()
+    return fig
+
+
+def command_calibration(args):
+    path = args.json
+    data = read_json(path, "calibration file")
+    entries = data.get("entries")
+    if not isinstance(entries, list):
+        raise InputError(f"calibration file '{path}' has no 'entries' list (expected what "
+                         f"`prismsim calibrate --report` or `--plots` writes)")
+    fits = []
+    for item in entries:
+        if not isinstance(item, dict) or not isinstance(item.get("entry"), str):
+            raise InputError(f"calibration file '{path}': an entry without an 'entry' name")
+        if item.get("fit") is not None:
+            where = f"calibration file '{path}', entry '{item['entry']}'"
+            fits.append((item["entry"], calibration_fit(item["fit"], where)))
+    spatial = data.get("spatial")
+    if isinstance(spatial, dict) and spatial.get("per_gpu") is not None:
+        where = f"calibration file '{path}', spatial.per_gpu"
+        fits.append(("gpus.per_gpu", calibration_fit(spatial["per_gpu"], where)))
+    drawn = [(e, f) for e, f in fits if f["families"] and f["probabilities"]]
+    if not drawn:
+        warn(f"nothing to draw in '{path}': no entry has fitted families")
+        return
+    left_out = [e for e, f in fits if not (f["families"] and f["probabilities"])]
+    if left_out:
+        warn(f"not drawn, no fitted families (a constant sample): {', '.join(left_out)}")
+    directory = args.out or os.path.dirname(path) or "."
+    try:
+        os.makedirs(directory, exist_ok=True)
+    except OSError as error:
+        raise InputError(f"cannot create '{directory}': {error}") from None
+    plt = load_pyplot()
+    for entry, fit in drawn:
+        fig = calibration_figure(plt, entry, fit)
+        name = re.sub(r"[^A-Za-z0-9_-]", "-", entry)
+        save(fig, os.path.join(directory, f"calibration-{name}.png"))
+        plt.close(fig)
+
+
 # --------------------------------------------------------------------------- command line
 
 
@@ -697,6 +824,16 @@ def parse_args(argv):
     sweep.add_argument("-o", "--output", metavar="FILE.png",
                        help="default: sweep-METRIC.png next to SWEEP.csv")
     sweep.set_defaults(run=command_sweep)
+
+    calibration = commands.add_parser(
+        "calibration", help="CDF and QQ plots of the fits of `prismsim calibrate`",
+        description="One PNG per fitted entry of a calibration.json (prismsim calibrate "
+                    "--plots or --report): the sample's CDF against each fitted family's, "
+                    "with its KS distance, and a QQ plot of each family against the sample.")
+    calibration.add_argument("json", metavar="CALIBRATION.json")
+    calibration.add_argument("--out", metavar="DIR",
+                             help="where the PNGs go (default: next to CALIBRATION.json)")
+    calibration.set_defaults(run=command_calibration)
     return parser.parse_args(argv)
 
 

@@ -9,6 +9,7 @@
 #include <boost/program_options.hpp>
 #include <fmt/format.h>
 
+#include "app/calibrate_command.hpp"
 #include "app/cli_errors.hpp"
 #include "app/collective_command.hpp"
 #include "app/study.hpp"
@@ -29,10 +30,13 @@ namespace {
 const char* const kUsage =
     "usage: prismsim run SCENARIO.yaml [--out DIR] [--runs N] [--seed S] [--jobs J]\n"
     "                    [--set PATH=VALUE]... [--deadline DURATION]... [--compare-to FILE]\n"
-    "                    [--trace FILE.json [--trace-ranks 0-7,64]] [--attribute] [--breakdown]\n"
+    "                    [--trace PATH [--trace-ranks 0-7,64] [--trace-format chrome|kineto]]\n"
+    "                    [--attribute] [--breakdown]\n"
     "       prismsim check SCENARIO.yaml [--set PATH=VALUE]...\n"
     "       prismsim sweep SWEEP.yaml [--out DIR] [--jobs J] [--runs N] [--seed S]\n"
     "                    [--set PATH=VALUE]...  (one scenario over a grid; prismsim sweep --help)\n"
+    "       prismsim calibrate INPUT... [--out FILE.yaml] [options]\n"
+    "                    (fit a variability section to traces; prismsim calibrate --help)\n"
     "       prismsim collective --platform PLATFORM.yaml --op OP --gpus N [options]\n"
     "                    (nccl-tests style sweep; prismsim collective --help)\n"
     "       prismsim --help | --version\n";
@@ -47,6 +51,7 @@ struct Options {
   std::string compare_to;    ///< measured step times to compare with, or empty
   std::string trace;         ///< Chrome trace of run 0, or empty
   std::string trace_ranks;   ///< ranks in the trace; default: the first 8
+  std::string trace_format = "chrome";
   bool attribute = false;    ///< rerun without each source of variation
   bool breakdown = false;    ///< per-rank breakdown of the slowest and median runs
 };
@@ -103,6 +108,7 @@ int run_command(const Options& options) {
                    : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   study.trace = options.trace;
   study.trace_ranks = options.trace_ranks;
+  study.trace_format = options.trace_format == "kineto" ? TraceFormat::kineto : TraceFormat::chrome;
   study.attribute = options.attribute;
   study.breakdown = options.breakdown;
 
@@ -147,9 +153,12 @@ Options parse_command_line(int argc, char** argv, bool* handled) {
       ("deadline", po::value(&options.deadlines)->composing(),
        "report P(job time > DURATION), e.g. --deadline 12h (repeatable)")
       ("trace", po::value(&options.trace),
-       "write a Chrome/Perfetto timeline of run 0 to this JSON file")
+       "write a Chrome/Perfetto timeline of run 0 to this JSON file (see --trace-format)")
       ("trace-ranks", po::value(&options.trace_ranks),
        "ranks in the timeline, e.g. 0-7,64 (default: 0-7)")
+      ("trace-format", po::value(&options.trace_format),
+       "chrome (default): one file; kineto: --trace is a directory of PyTorch-profiler-style "
+       "files rankR.pt.trace.json, one per rank, for prismsim calibrate")
       ("attribute", po::bool_switch(&options.attribute),
        "rerun the runs without each source of variation (same seeds) and report what each adds "
        "to p50, p95 and p99")
@@ -183,8 +192,12 @@ Options parse_command_line(int argc, char** argv, bool* handled) {
   }
   if (options.scenario.empty()) throw UsageError("missing scenario file");
   apply_run_options(vm, runs, seed, options.jobs, options.overrides);
-  if (vm.count("trace-ranks") && options.trace.empty()) {
-    throw UsageError("--trace-ranks needs --trace FILE");
+  if ((vm.count("trace-ranks") || vm.count("trace-format")) && options.trace.empty()) {
+    throw UsageError("--trace-ranks and --trace-format need --trace PATH");
+  }
+  if (options.trace_format != "chrome" && options.trace_format != "kineto") {
+    throw UsageError(fmt::format("unknown --trace-format '{}': expected chrome or kineto",
+                                 options.trace_format));
   }
   return options;
 }
@@ -195,6 +208,9 @@ int main(int argc, char** argv) {
   try {
     if (argc >= 2 && std::string(argv[1]) == "collective") return collective_command(argc - 1, argv + 1);
     if (argc >= 2 && std::string(argv[1]) == "sweep") return sweep_command(argc - 1, argv + 1);
+    if (argc >= 2 && std::string(argv[1]) == "calibrate") {
+      return calibrate_command(argc - 1, argv + 1);
+    }
     bool handled = false;
     const Options options = parse_command_line(argc, argv, &handled);
     if (handled) return kExitOk;

@@ -85,10 +85,16 @@ StudyOutcome run_study(const Scenario& scenario, const StudyOptions& options,
     } catch (const std::invalid_argument& e) {
       throw UsageError(fmt::format("--trace-ranks: {}", e.what()));
     }
-    if (!std::ofstream(options.trace, std::ios::binary)) {
+    if (options.trace_format == TraceFormat::kineto) {
+      std::error_code ec;
+      std::filesystem::create_directories(options.trace, ec);
+      if (ec || ::access(options.trace.c_str(), W_OK) != 0) {
+        throw UsageError(fmt::format("cannot write to trace directory '{}'", options.trace));
+      }
+    } else if (!std::ofstream(options.trace, std::ios::binary)) {
       throw UsageError(fmt::format("cannot write trace file '{}'", options.trace));
     }
-    trace = std::make_unique<TraceRecorder>(options.trace, std::move(ranks), 0);
+    trace = std::make_unique<TraceRecorder>(options.trace, std::move(ranks), 0, options.trace_format);
     simulation.set_trace(trace.get());
   }
   const int jobs = std::max(1, options.jobs);
@@ -109,6 +115,7 @@ StudyOutcome run_study(const Scenario& scenario, const StudyOptions& options,
   std::vector<int> all_runs(static_cast<size_t>(sim.runs));
   std::iota(all_runs.begin(), all_runs.end(), 0);
   auto runs = replicate(&variation, all_runs, jobs);
+  simulation.set_trace(nullptr);  // the trace is of run 0, not of the baseline or reruns
   StudyResults& results = outcome.results;
   results = gather_results(scenario, simulation.collective_summary(), simulation.simulated_ranks(),
                            std::move(runs));

@@ -3,6 +3,8 @@
 #include <chrono>
 #include <filesystem>
 #include <string>
+
+#include "runtime/trace.hpp"
 #include <vector>
 
 #include <boost/program_options/variables_map.hpp>
@@ -43,7 +45,8 @@ struct StudyOptions {
   bool show_progress = true;   ///< a progress line on stderr when stderr is a terminal
   std::string compare_to;      ///< file of measured step times (named in the summary), or empty
   std::vector<double> measured;  ///< its step times in seconds, read before the study
-  std::string trace;           ///< Chrome trace of run 0, or empty
+  std::string trace;           ///< Chrome trace of run 0 (a directory for Kineto), or empty
+  TraceFormat trace_format = TraceFormat::chrome;
   std::string trace_ranks;     ///< ranks in the trace (e.g. "0-7,64"); default: the first 8
   bool attribute = false;      ///< rerun the runs without each source of variation
   bool breakdown = false;      ///< per-rank breakdown of the slowest and the median run

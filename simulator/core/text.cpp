@@ -4,6 +4,8 @@
 #include <cstdlib>
 #include <sstream>
 
+#include <fmt/format.h>
+
 namespace prismsim {
 
 std::vector<std::string> split_fields(std::string_view line, char separator) {
@@ -31,6 +33,31 @@ std::optional<double> parse_number(std::string_view text) {
   const double value = std::strtod(copy.c_str(), &end);
   if (copy.empty() || end != copy.c_str() + copy.size() || errno != 0) return std::nullopt;
   return value;
+}
+
+std::string json_string(std::string_view text) {
+  std::string out = "\"";
+  for (char c : text) {
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\t': out += "\\t"; break;
+      default:
+        if (static_cast<unsigned char>(c) < 0x20) {
+          out += fmt::format("\\u{:04x}", static_cast<unsigned>(c));
+        } else {
+          out += c;
+        }
+    }
+  }
+  return out + "\"";
+}
+
+std::string human_seconds(double s) {
+  if (s >= 1.0 || s == 0.0) return fmt::format("{:.4g} s", s);
+  if (s >= 1e-3) return fmt::format("{:.4g} ms", s * 1e3);
+  return fmt::format("{:.4g} us", s * 1e6);
 }
 
 }  // namespace prismsim

@@ -15,4 +15,10 @@ std::vector<std::string> split_fields(std::string_view line, char separator);
 /// `text` as a number when the whole of it is one (strtod's syntax), else nothing.
 std::optional<double> parse_number(std::string_view text);
 
+/// `text` as a JSON string literal, quotes included.
+std::string json_string(std::string_view text);
+
+/// Seconds for humans: 4 significant digits with a unit that suits the magnitude ("419.2 ms").
+std::string human_seconds(double s);
+
 }  // namespace prismsim

@@ -160,13 +160,16 @@ void Simulation::stream_main(int rank, int stream) {
   RankTimes& times = rank_times_[static_cast<size_t>(rank)];
   const bool timed = stream == 0 && report_rank_times_;  // the compute stream, when asked
 
-  auto add_span = [&](double start, double end, const std::string& name,
-                      const std::string& category, int microbatch) {
-    for (int as : traced_as) trace_->add({as, stream, start, end, name, category, microbatch});
-  };
-  auto span = [&](double start, const std::string& name, const std::string& category,
-                  int microbatch) {
-    add_span(start, sg4::Engine::get_clock(), name, category, microbatch);
+  std::vector<std::vector<double>> member_kernel_s;  // traced: each lockstep member's kernels
+  // A span that ends now, for every rank drawn with this one's timeline.
+  auto span = [&](double start, TraceSpan s) {
+    s.stream = stream;
+    s.start_s = start;
+    s.end_s = sg4::Engine::get_clock();
+    for (int as : traced_as) {
+      s.rank = as;
+      trace_->add(s);
+    }
   };
   auto op_seconds = [&](const Op& op) {
     return op.segment >= 0 ? job_.segments[static_cast<size_t>(op.segment)].seconds : op.seconds;
@@ -181,7 +184,8 @@ void Simulation::stream_main(int rank, int stream) {
       // execution of the same work, and cheaper for the engine (no CPU sharing to solve).
       double communication_s = 0;
       if (variation_ != nullptr) {
-        const ExecutionTime t = variation_->execute(rank, fused, start, step);
+        const ExecutionTime t =
+            variation_->execute(rank, fused, start, step, traced ? &member_kernel_s : nullptr);
         communication_s = t.communication_s;
         sg4::this_actor::sleep_for(t.seconds);
       } else {
@@ -196,24 +200,7 @@ void Simulation::stream_main(int rank, int stream) {
         times.compute_s += elapsed - communication_s;
         times.layer_collective_s += communication_s;
       }
-      if (traced) {
-        // Kernels in proportion to their nominal durations.
-        const double scale = (sg4::Engine::get_clock() - start) / pending_s;
-        double at = start;
-        for (const Op* op : fused) {
-          const auto add = [&](const std::string& name, const char* category, double seconds) {
-            add_span(at, at + seconds * scale, name, category, op->microbatch);
-            at += seconds * scale;
-          };
-          if (op->segment < 0) {
-            add("compute", "compute", op->seconds);
-            continue;
-          }
-          for (const Kernel& k : job_.segments[static_cast<size_t>(op->segment)].kernels) {
-            add(k.name, to_string(k.kernel_class), k.seconds);
-          }
-        }
-      }
+      if (traced) trace_kernels(rank, stream, start, pending_s, fused, member_kernel_s);
       fused.clear();
       pending_s = 0;
     };
@@ -242,9 +229,13 @@ void Simulation::stream_main(int rank, int stream) {
           }
           if (timed) times.collective_s += sg4::Engine::get_clock() - start;
           if (traced) {
-            span(start, fmt::format("{} {}", job_.groups[static_cast<size_t>(op.group)].name,
-                                    to_string(op.collective)),
-                 "collective", op.microbatch);
+            const CollectiveGroup& g = job_.groups[static_cast<size_t>(op.group)];
+            span(start, {.name = fmt::format("{} {}", g.name, to_string(op.collective)),
+                         .category = "collective",
+                         .microbatch = op.microbatch,
+                         .op = to_string(op.collective),
+                         .bytes = op.bytes,
+                         .group = g.ranks});
           }
           break;
         }
@@ -257,7 +248,14 @@ void Simulation::stream_main(int rank, int stream) {
         case Op::Kind::recv: {
           sg4::Mailbox::by_name(fmt::format("p{}>{}", op.peer, rank))->get<int>();
           if (timed) times.pipeline_wait_s += sg4::Engine::get_clock() - start;
-          if (traced) span(start, fmt::format("recv from rank {}", op.peer), "p2p", op.microbatch);
+          if (traced) {
+            span(start, {.name = fmt::format("recv from rank {}", op.peer),
+                         .category = "p2p",
+                         .microbatch = op.microbatch,
+                         .op = "recv",
+                         .bytes = op.bytes,
+                         .group = {op.peer, rank}});
+          }
           break;
         }
         case Op::Kind::record: {
@@ -271,7 +269,11 @@ void Simulation::stream_main(int rank, int stream) {
           while (events.recorded[static_cast<size_t>(op.event)] <= step) events.changed->wait(lock);
           lock.unlock();
           if (timed) times.stream_wait_s += sg4::Engine::get_clock() - start;
-          if (traced && sg4::Engine::get_clock() > start) span(start, "wait", "wait", -1);
+          if (traced && sg4::Engine::get_clock() > start) {
+            TraceSpan wait;
+            wait.name = wait.category = "wait";
+            span(start, std::move(wait));
+          }
           break;
         }
       }
@@ -306,6 +308,53 @@ double Simulation::segment_communication_s(const Op& op) const {
   return op.segment < 0 ? 0.0 : segment_communication_s_[static_cast<size_t>(op.segment)];
 }
 
+void Simulation::trace_kernels(int rank, int stream, double start, double nominal_s,
+                               const std::vector<const Op*>& fused,
+                               const std::vector<std::vector<double>>& member_kernel_s) {
+  // Without variation, kernels in proportion to their nominal durations.
+  const double scale = (sg4::Engine::get_clock() - start) / nominal_s;
+  for (int as : traced_as_[static_cast<size_t>(rank)]) {
+    // With variation, the kernels as this rank's own GPU ran them.
+    const std::vector<double>* own = nullptr;
+    if (variation_ != nullptr) {
+      const std::vector<int>& gpus = variation_->member_gpus(rank);
+      const auto it = std::find(gpus.begin(), gpus.end(), job_.gpu_of_rank[static_cast<size_t>(as)]);
+      if (it != gpus.end()) own = &member_kernel_s[static_cast<size_t>(it - gpus.begin())];
+    }
+    std::vector<int> lockstep;
+    if (!job_.lockstep_of_rank.empty() && job_.lockstep_of_rank[static_cast<size_t>(as)] >= 0) {
+      lockstep = job_.lockstep[static_cast<size_t>(job_.lockstep_of_rank[static_cast<size_t>(as)])];
+    }
+    double at = start;
+    size_t next = 0;
+    for (const Op* op : fused) {
+      const auto add = [&](const std::string& name, const char* category, double seconds,
+                           bool communication) {
+        const double d = own != nullptr ? (*own)[next++] : seconds * scale;
+        TraceSpan kernel;
+        kernel.rank = as;
+        kernel.stream = stream;
+        kernel.start_s = at;
+        kernel.end_s = at + d;
+        kernel.name = name;
+        kernel.category = category;
+        kernel.microbatch = op->microbatch;
+        if (communication) kernel.group = lockstep;
+        trace_->add(std::move(kernel));
+        at += d;
+      };
+      if (op->segment < 0) {
+        add("compute", "compute", op->seconds, false);
+        continue;
+      }
+      for (const Kernel& k : job_.segments[static_cast<size_t>(op->segment)].kernels) {
+        add(k.name, to_string(k.kernel_class), k.seconds,
+            k.kernel_class == KernelClass::communication);
+      }
+    }
+  }
+}
+
 void Simulation::write_trace() const {
   if (trace_ == nullptr) return;
   size_t streams = 1;
@@ -317,7 +366,9 @@ void Simulation::write_trace() const {
   for (size_t s = 0; s < streams; ++s) {
     stream_names.push_back(s < names.size() ? names[s] : fmt::format("stream {}", s));
   }
-  std::vector<std::string> labels;
+  TraceLayout layout;
+  layout.stream_names = std::move(stream_names);
+  std::vector<std::string>& labels = layout.rank_labels;
   for (int rank = 0; rank < job_.rank_count(); ++rank) {
     labels.push_back(job_.simulated(rank)
                          ? fmt::format("rank {} (GPU {})", rank,
@@ -326,7 +377,11 @@ void Simulation::write_trace() const {
                                        job_.gpu_of_rank[static_cast<size_t>(rank)],
                                        job_.representative[static_cast<size_t>(rank)]));
   }
-  trace_->write(stream_names, labels);
+  for (int rank = 0; rank < job_.rank_count(); ++rank) {
+    layout.device_of_rank.push_back(job_.gpu_of_rank[static_cast<size_t>(rank)] %
+                                    scenario_.platform.gpus_per_node);
+  }
+  trace_->write(layout);
 }
 
 }  // namespace prismsim

@@ -88,6 +88,10 @@ class Simulation {
   void apply_regime(int step);
   /// Nominal seconds of the analytic collectives inside a compute op.
   double segment_communication_s(const Op& op) const;
+  /// Adds the kernels of a fused execution of `rank` that started at `start` to the trace.
+  void trace_kernels(int rank, int stream, double start, double nominal_s,
+                     const std::vector<const Op*>& fused,
+                     const std::vector<std::vector<double>>& member_kernel_s);
   void write_trace() const;
 
   const Scenario& scenario_;

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "config/scenario.hpp"
+#include "core/text.hpp"
 #include "montecarlo/replications.hpp"
 #include "stats/distribution.hpp"
 
@@ -46,11 +47,6 @@ struct StudyResults {
   };
   std::vector<Attribution> attribution;
 };
-
-/// `text` as a JSON string literal, quotes included.
-std::string json_string(const std::string& text);
-/// Seconds for humans: 4 significant digits with a unit that suits the magnitude ("419.2 ms").
-std::string human_seconds(double s);
 
 /// Summarises runs' step times and job times, as gather_results does.
 std::pair<DistributionSummary, DistributionSummary> summarize_runs(

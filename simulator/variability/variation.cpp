@@ -245,8 +245,22 @@ double RunVariation::ambient_c(int gpu) const {
       word(stream_key(seed_, Purpose::ambient), static_cast<uint64_t>(entity)));
 }
 
+void RunVariation::record_chunk(const VariationModel::SegmentPlan& plan, size_t chunk,
+                                double inverse_clock, double slowdown, double chunk_s,
+                                std::vector<double>& out) {
+  for (size_t k = chunk == 0 ? 0 : plan.chunk_end[chunk - 1]; k < plan.chunk_end[chunk]; ++k) {
+    const double factor = plan.kernel_noise ? factors_[k] : 1.0;
+    out.push_back((plan.clock_s[k] * inverse_clock + plan.other_s[k]) * factor * slowdown);
+  }
+  if (chunk < plan.collectives.size()) {
+    // The collective after the chunk: its member's own compute time until the call's is known.
+    collective_at_[chunk] = out.size();
+    out.push_back(chunk_s);
+  }
+}
+
 ExecutionTime RunVariation::execute(int rank, const std::vector<const Op*>& ops, double now_s,
-                                    int step) {
+                                    int step, std::vector<std::vector<double>>* kernel_seconds) {
   const VariationModel& m = model_;
   Unit& unit = units_[static_cast<size_t>(rank)];
   const size_t members = unit.gpus.size();
@@ -260,6 +274,7 @@ ExecutionTime RunVariation::execute(int rank, const std::vector<const Op*>& ops,
     }
   }
   busy_.assign(members, 0);
+  if (kernel_seconds != nullptr) kernel_seconds->assign(members, {});
   const double regime_slowdown = regime(step);
   const Sampler* samplers = m.samplers_.data();
   ExecutionTime time;
@@ -276,6 +291,17 @@ ExecutionTime RunVariation::execute(int rank, const std::vector<const Op*>& ops,
       time.seconds += seconds;
       time.communication_s += plan.communication_s;
       for (double& b : busy_) b += seconds - plan.communication_s;
+      if (kernel_seconds != nullptr) {
+        for (auto& recorded : *kernel_seconds) {
+          if (plain) {
+            recorded.push_back(op->seconds);
+            continue;
+          }
+          for (const Kernel& k : m.job_.segments[static_cast<size_t>(op->segment)].kernels) {
+            recorded.push_back(k.seconds);
+          }
+        }
+      }
       continue;
     }
     // Runs of compute between analytic collectives: the lockstep group waits for its slowest
@@ -285,6 +311,7 @@ ExecutionTime RunVariation::execute(int rank, const std::vector<const Op*>& ops,
     const size_t count = plan.sampler.size();
     chunk_max_.assign(chunks, 0.0);
     factors_.resize(count);
+    collective_at_.assign(plan.collectives.size(), 0);
     for (size_t i = 0; i < members; ++i) {
       const double inverse_clock = 1 / clock_[i];
       const double slowdown = unit.slowdown[i] * scale;
@@ -310,6 +337,9 @@ ExecutionTime RunVariation::execute(int rank, const std::vector<const Op*>& ops,
         const double t = (clock_bound * inverse_clock + other) * slowdown;
         busy += t;
         chunk_max_[c] = std::max(chunk_max_[c], t);
+        if (kernel_seconds != nullptr) {
+          record_chunk(plan, c, inverse_clock, slowdown, t, (*kernel_seconds)[i]);
+        }
       }
       busy_[i] += busy;
     }
@@ -324,6 +354,14 @@ ExecutionTime RunVariation::execute(int rank, const std::vector<const Op*>& ops,
       if (collective.inter_node) t *= regime_slowdown;
       time.seconds += t;
       time.communication_s += t;
+      if (kernel_seconds != nullptr) {
+        // A member waits in the collective for the slowest member's compute, then runs it.
+        for (size_t i = 0; i < members; ++i) {
+          auto& recorded = (*kernel_seconds)[i];
+          const size_t at = collective_at_[c];
+          recorded[at] = chunk_max_[c] - recorded[at] + t;
+        }
+      }
     }
   }
   if (m.thermal_ && time.seconds > 0) {

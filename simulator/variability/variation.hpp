@@ -95,8 +95,13 @@ class RunVariation {
 
   /// Duration of the compute ops `ops`, fused into one execution of simulated rank `rank` that
   /// starts at `now_s` in step `step`. Advances the thermal state of the rank's lockstep members
-  /// (its GPUs) to the end of the execution.
-  ExecutionTime execute(int rank, const std::vector<const Op*>& ops, double now_s, int step);
+  /// (its GPUs) to the end of the execution. With `kernel_seconds`, also gives each member's
+  /// duration of every kernel of `ops` in order (a plain op is one kernel; an analytic collective
+  /// includes the wait for the slowest member): what a profiler on that GPU would record.
+  ExecutionTime execute(int rank, const std::vector<const Op*>& ops, double now_s, int step,
+                        std::vector<std::vector<double>>* kernel_seconds = nullptr);
+  /// The GPUs of simulated rank `rank`'s lockstep members, in the order of `kernel_seconds`.
+  const std::vector<int>& member_gpus(int rank) const { return units_[static_cast<size_t>(rank)].gpus; }
   /// Slowdown (>= 1) of the next call on network group `group` by its member at `position`.
   double collective_slowdown(int group, int position);
   /// Factor dividing inter-node bandwidth during step `step` (1 without regimes).
@@ -119,6 +124,8 @@ class RunVariation {
   };
 
   double persistent_slowdown(int gpu) const;
+  void record_chunk(const VariationModel::SegmentPlan& plan, size_t chunk, double inverse_clock,
+                    double slowdown, double chunk_s, std::vector<double>& out);
   double ambient_c(int gpu) const;
 
   const VariationModel& model_;
@@ -129,6 +136,7 @@ class RunVariation {
   std::vector<double> busy_;                  ///< scratch: per member
   std::vector<double> clock_;                 ///< scratch: per member
   std::vector<double> factors_;               ///< scratch: per kernel
+  std::vector<size_t> collective_at_;         ///< scratch: where each chunk's collective is recorded
   double peak_temperature_c_ = 0;
 };
 

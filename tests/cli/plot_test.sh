@@ -103,6 +103,38 @@ head -1 "$tmp/sweep.csv" >"$tmp/categories.csv"
 sed -n '2,4p' "$tmp/sweep.csv" | sed 's/,25Gbps,/,ring,/; s/,100Gbps,/,tree,/; s/,400Gbps,/,"nvls, coarse",/' \
   >>"$tmp/categories.csv"
 
+# A calibration report, as prismsim calibrate --plots writes it: a fit with three families, a
+# constant sample (no families: not drawn) and the per-GPU factors. K = 4 probabilities.
+fit() {  # fit CHOSEN FAMILIES : a FIT object
+  echo "{\"samples\":200,\"p50\":1.01,\"p95\":1.05,\"p99\":1.08,\"max\":1.1,\"chosen\":\"$1\",
+    \"distribution\":\"{lognormal: {median: 1.01, sigma: 0.03}}\",\"ks\":0.02,\"families\":[$2],
+    \"probabilities\":[0.125,0.375,0.625,0.875],\"quantiles\":[0.98,1.0,1.02,1.06]}"
+}
+family() {  # family NAME KS Q1,Q2,Q3,Q4
+  echo "{\"family\":\"$1\",\"distribution\":\"{$1: {}}\",\"ks\":$2,\"log_likelihood\":300,\"quantiles\":[$3]}"
+}
+three="$(family normal 0.08 0.97,1.0,1.03,1.05),$(family lognormal 0.02 0.98,1.0,1.02,1.05)"
+three="$three,$(family gamma 0.03 0.98,1.0,1.02,1.06)"
+mkdir -p "$tmp/calibration"
+cat >"$tmp/calibration/calibration.json" <<JSON
+{"inputs": [{"path": "trace.json", "format": "kineto", "samples": 400, "ignored": 3, "zero_length": 0}],
+ "entries": [{"entry": "kernels.gemm", "signatures": 15, "fit": $(fit lognormal "$three")},
+             {"entry": "kernels.copy", "signatures": 1, "fit": $(fit constant "")}],
+ "spatial": {"gpus": 8, "nodes": 1, "node_sigma": 0, "skipped": "", "per_gpu": $(fit gamma "$three"),
+             "outliers": [{"kind": "gpu", "id": "rank 3", "slowdown": 1.2, "z": 4.1}],
+             "gpu_factors": {"rank 0": 1.01, "rank 3": 1.2}},
+ "signatures": [{"kind": "kernel", "signature": "sm90_gemm", "class": "gemm", "samples": 200,
+                 "bubble_waits": 0, "nominal_s": 0.001, "entry": "kernels.gemm", "skipped": "",
+                 "fit": null}]}
+JSON
+# kernels.gemm's fit with 3 sample quantiles for 4 probabilities
+sed '0,/"quantiles":\[0.98,1.0,1.02,1.06\]}/s//"quantiles":[0.98,1.0,1.02]}/' \
+  "$tmp/calibration/calibration.json" >"$tmp/mismatch.json"
+sed 's/"entries"/"fits"/' "$tmp/calibration/calibration.json" >"$tmp/no-entries.json"
+echo '{"entries": [' >"$tmp/invalid.json"
+echo "{\"entries\": [{\"entry\": \"kernels.copy\", \"signatures\": 1, \"fit\": $(fit constant "")}]}" \
+  >"$tmp/constant.json"
+
 # cdf
 expect "cdf" 0 plot cdf "$tmp/a"
 png "cdf writes OUTDIR/cdf.png" "$tmp/a/cdf.png"
@@ -125,6 +157,22 @@ expect "sweep job time, categories" 0 plot sweep "$tmp/categories.csv" \
   --x platform.node.nic.bandwidth --metric job_time -o "$tmp/categories.png"
 png "sweep -o writes there" "$tmp/categories.png"
 
+# calibration
+cal=$tmp/calibration
+expect "calibration" 0 plot calibration "$cal/calibration.json"
+png "calibration draws a fitted entry" "$cal/calibration-kernels-gemm.png"
+png "calibration draws the per-GPU fit" "$cal/calibration-gpus-per_gpu.png"
+same "calibration leaves out a constant sample" "" "$(ls "$cal" | grep copy)"
+same "calibration prints the paths" "$cal/calibration-kernels-gemm.png
+$cal/calibration-gpus-per_gpu.png" "$(cat "$tmp/out")"
+same "calibration warns of the constant sample" 1 "$(grep -c 'warning: .*kernels.copy' "$tmp/err")"
+expect "calibration --out" 0 plot calibration "$cal/calibration.json" --out "$tmp/cal-plots"
+png "calibration --out writes there" "$tmp/cal-plots/calibration-kernels-gemm.png"
+same "calibration --out prints the paths" 2 "$(grep -c "^$tmp/cal-plots/calibration-" "$tmp/out")"
+expect "calibration: nothing to draw" 0 plot calibration "$tmp/constant.json" --out "$tmp/nothing"
+same "calibration: nothing to draw, nothing written" "" "$(cat "$tmp/out"; ls "$tmp/nothing" 2>/dev/null)"
+same "calibration: nothing to draw, a warning" 1 "$(grep -c 'warning: nothing to draw' "$tmp/err")"
+
 # Bad input: exit 2 and a message, never a traceback.
 mkdir -p "$tmp/empty" "$tmp/header-only" "$tmp/no-runs"
 : >"$tmp/empty/runs.csv"
@@ -142,6 +190,12 @@ same "missing column named" 1 "$(grep -c "no column 'no.such.setting'" "$tmp/err
 refused "sweep: missing series column" sweep "$tmp/sweep.csv" --x platform.node.nic.bandwidth \
   --series no.such.setting
 refused "sweep: no --x" sweep "$tmp/sweep.csv"
+refused "calibration: missing file" calibration "$tmp/no-such.json"
+refused "calibration: invalid JSON" calibration "$tmp/invalid.json"
+same "invalid JSON: the file named" 1 "$(grep -c "'$tmp/invalid.json' is not valid JSON" "$tmp/err")"
+refused "calibration: no entries" calibration "$tmp/no-entries.json"
+refused "calibration: quantile lengths differ" calibration "$tmp/mismatch.json"
+same "length mismatch: the entry named" 1 "$(grep -c "entry 'kernels.gemm'.*3 quantiles for 4" "$tmp/err")"
 
 echo "plot.py: $passed passed, $failed failed ($python)"
 [ "$failed" -eq 0 ]

@@ -1,0 +1,318 @@
+#include "calibration_output.hpp"
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+#include "core/text.hpp"
+#include "variability/distribution.hpp"
+
+namespace prismsim {
+namespace {
+
+const char* const kFamilies[] = {"normal", "lognormal", "gamma"};
+
+std::string number(double v) { return fmt::format("{:.6g}", v); }
+/// A JSON number; null when it is not finite (a log-likelihood of -inf).
+std::string json_number(double v) { return std::isfinite(v) ? number(v) : "null"; }
+
+/// "1,234,567".
+std::string thousands(size_t n) {
+  std::string digits = std::to_string(n), out;
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return out;
+}
+
+/// "KS normal 0.031, lognormal 0.004, gamma 0.006 -> lognormal".
+std::string fit_summary(const SlowdownFit& f) {
+  std::string out = fmt::format("{} samples, p50 {:.4f}, p95 {:.4f}, p99 {:.4f}", thousands(f.samples),
+                                f.p50, f.p95, f.p99);
+  if (f.families.empty()) return out + ": " + f.chosen;
+  out += "; KS";
+  for (size_t i = 0; i < f.families.size(); ++i) {
+    out += fmt::format("{} {} {:.4f}", i == 0 ? "" : ",", kFamilies[i], f.families[i].ks_distance);
+  }
+  return out + " -> " + f.chosen;
+}
+
+std::string input_line(const InputSummary& in) {
+  std::string out = fmt::format("{}: {}, {} samples", in.path, in.format, thousands(in.samples));
+  if (in.ignored > 0) out += fmt::format(", {} other events ignored", thousands(in.ignored));
+  if (in.zero_length > 0) {
+    out += fmt::format(", {} zero-length kernels skipped", thousands(in.zero_length));
+  }
+  return out;
+}
+
+std::string calls_line(const SampleSet& set) {
+  if (set.matched_calls() + set.unmatched_calls() == 0) return "";
+  return fmt::format("collective calls: {} matched across ranks (each the shortest of its members'\n"
+                     "  durations: the last to arrive waits for no one), {} seen on one rank only\n",
+                     thousands(set.matched_calls()), thousands(set.unmatched_calls()));
+}
+
+/// "kernels.gemm" -> ("kernels", "gemm"); "network.jitter.inter_node" -> ("network", ...).
+std::string entry_key(const std::string& target) { return target.substr(target.rfind('.') + 1); }
+
+std::string json_fit(const SlowdownFit& f) {
+  std::string families;
+  for (size_t i = 0; i < f.families.size(); ++i) {
+    std::string quantiles;
+    for (double p : f.probabilities) {
+      quantiles += (quantiles.empty() ? "" : ",") + json_number(distribution_quantile(f.families[i].distribution, p));
+    }
+    families += fmt::format(
+        R"({}{{"family":"{}","distribution":{},"ks":{},"log_likelihood":{},"quantiles":[{}]}})",
+        i == 0 ? "" : ",", kFamilies[i], json_string(distribution_yaml(f.families[i].distribution)),
+        json_number(f.families[i].ks_distance), json_number(f.families[i].log_likelihood), quantiles);
+  }
+  std::string probabilities, quantiles;
+  for (size_t i = 0; i < f.probabilities.size(); ++i) {
+    probabilities += (i == 0 ? "" : ",") + json_number(f.probabilities[i]);
+    quantiles += (i == 0 ? "" : ",") + json_number(f.quantiles[i]);
+  }
+  return fmt::format(
+      R"({{"samples":{},"p50":{},"p95":{},"p99":{},"max":{},"chosen":"{}","distribution":{},)"
+      R"("ks":{},"families":[{}],"probabilities":[{}],"quantiles":[{}]}})",
+      f.samples, json_number(f.p50), json_number(f.p95), json_number(f.p99), json_number(f.max), f.chosen,
+      json_string(f.chosen == "empirical" ? "empirical" : distribution_yaml(f.distribution)),
+      json_number(f.ks_distance), families, probabilities, quantiles);
+}
+
+}  // namespace
+
+std::string distribution_yaml(const DistributionSpec& d, const std::string& empirical_file) {
+  using F = DistributionSpec::Family;
+  switch (d.family) {
+    case F::constant: return number(d.value);
+    case F::normal:
+      return fmt::format("{{normal: {{mean: {}, stddev: {}, floor: {}}}}}", number(d.mean),
+                         number(d.stddev), number(d.floor));
+    case F::lognormal:
+      return fmt::format("{{lognormal: {{median: {}, sigma: {}{}}}}}", number(std::exp(d.mu) + d.shift),
+                         number(d.sigma), d.shift != 0 ? ", shift: " + number(d.shift) : "");
+    case F::gamma:
+      return fmt::format("{{gamma: {{shape: {}, scale: {}{}}}}}", number(d.shape), number(d.scale),
+                         d.shift != 0 ? ", shift: " + number(d.shift) : "");
+    case F::uniform:
+      return fmt::format("{{uniform: {{min: {}, max: {}}}}}", number(d.low), number(d.high));
+    case F::empirical: {
+      if (!empirical_file.empty()) return fmt::format("{{empirical: {{file: {}}}}}", empirical_file);
+      std::string samples;
+      for (double v : d.samples) samples += (samples.empty() ? "" : ", ") + number(v);
+      return fmt::format("{{empirical: {{samples: [{}]}}}}", samples);
+    }
+    case F::mixture: {
+      std::string parts;
+      for (const auto& [weight, component] : d.components) {
+        const std::string inner = distribution_yaml(component);
+        parts += fmt::format("{}{{weight: {}, {}", parts.empty() ? "" : ", ", number(weight),
+                             inner.front() == '{' ? inner.substr(1) : "constant: " + inner + "}");
+      }
+      return fmt::format("{{mixture: [{}]}}", parts);
+    }
+  }
+  return "";
+}
+
+void write_variability_section(const Calibration& c, const SampleSet& set, const std::string& path,
+                               const std::string& command) {
+  const std::filesystem::path out_path(path);
+  const std::string stem = out_path.stem().string();
+  std::vector<std::string> side_files;
+  // The distribution of entry `name`, its samples written beside the section when empirical.
+  auto entry = [&](const std::string& name, const SlowdownFit& f) {
+    if (f.distribution.family != DistributionSpec::Family::empirical) {
+      return distribution_yaml(f.distribution);
+    }
+    const std::string file = fmt::format("{}.{}.txt", stem, name);
+    std::ofstream side(out_path.parent_path() / file, std::ios::binary);
+    side << fmt::format("# Empirical slowdowns of {}: {} quantiles of {} samples (prismsim calibrate)\n",
+                        name, f.distribution.samples.size(), thousands(f.samples));
+    for (double v : f.distribution.samples) side << number(v) << '\n';
+    side.close();
+    if (!side) throw std::runtime_error(fmt::format("cannot write '{}'", file));
+    return distribution_yaml(f.distribution, file);
+  };
+  std::string y = fmt::format(
+      "# A scenario's variability section, fitted by prismsim calibrate from measured durations:\n"
+      "#   {}\n# Inputs:\n", command);
+  for (const InputSummary& in : set.inputs()) y += "#   " + input_line(in) + "\n";
+  if (set.matched_calls() + set.unmatched_calls() > 0) {
+    y += fmt::format("# Collective calls: {} matched across ranks (the shortest member's duration), "
+                     "{} on one rank only\n", thousands(set.matched_calls()),
+                     thousands(set.unmatched_calls()));
+  }
+  size_t fitted = 0, skipped = 0;
+  for (const SignatureFit& s : c.signatures) (s.fit ? fitted : skipped) += 1;
+  y += fmt::format(
+      "# {} signatures fitted, {} skipped (too few samples; see the report). A slowdown is a\n"
+      "# duration over its signature's median (kernels: after dividing out their GPU's factor).\n"
+      "# Fits by maximum likelihood; the family with the least Kolmogorov-Smirnov distance (KS),\n"
+      "# or the empirical pool when none is close enough. Thermal state and network regimes are\n"
+      "# not fitted.\n",
+      fitted, skipped);
+  std::map<std::string, std::string> kernels, jitter, transfers;
+  for (const TargetFit& t : c.targets) {
+    const std::string key = entry_key(t.target);
+    const auto text = [&](const char* indent) {
+      return fmt::format("{0}# {1} signature{2}, {3}\n{0}{4}: {5}\n", indent, t.signatures,
+                         t.signatures == 1 ? "" : "s", fit_summary(t.fit), key, entry(t.target, t.fit));
+    };
+    if (t.target.rfind("kernels.", 0) == 0) {
+      kernels[key] = text("  ");
+    } else if (t.target.rfind("network.", 0) == 0) {
+      jitter[key] = text("    ");
+    } else {
+      transfers[key] = fmt::format("#   {}: {} ({} signature{}, {})\n", key,
+                                   t.fit.chosen == "empirical" ? "empirical (see the report)"
+                                                               : distribution_yaml(t.fit.distribution),
+                                   t.signatures, t.signatures == 1 ? "" : "s",
+                                   fit_summary(t.fit));
+    }
+  }
+  if (!kernels.empty()) {
+    y += "kernels:\n";
+    for (const auto& [key, text] : kernels) y += text;
+  }
+  const SpatialFit& sp = c.spatial;
+  if (sp.per_gpu) {
+    y += fmt::format("gpus:\n  # {} GPUs{}; factor = a GPU's median duration over all GPUs'\n"
+                     "  # median, per kernel signature, then its median over signatures\n",
+                     sp.gpus, sp.nodes > 0 ? fmt::format(" on {} nodes", sp.nodes) : "");
+    y += fmt::format("  # {}{}\n  per_gpu: {}\n", sp.nodes >= 2 ? "within a node: " : "",
+                     fit_summary(*sp.per_gpu), entry("gpus.per_gpu", *sp.per_gpu));
+    if (sp.node_sigma > 0) {
+      y += fmt::format("  # between nodes (random effects on log factors)\n"
+                       "  per_node: {{lognormal: {{median: 1, sigma: {}}}}}\n", number(sp.node_sigma));
+    }
+  } else {
+    y += fmt::format("# gpus: not fitted: {}\n", sp.skipped);
+  }
+  if (!sp.slow_nodes.empty()) {
+    y += "slow_nodes:\n  # Nodes much slower than the rest where measured (robust z-score); for\n"
+         "  # another placement, remove them or use random_slow_nodes.\n";
+    for (const Outlier& o : sp.slow_nodes) {
+      const bool numeric = !o.id.empty() && o.id.find_first_not_of("0123456789") == std::string::npos;
+      y += fmt::format("  {}- {{node: {}, slowdown: {:.4f}}}  # z {:.1f}\n", numeric ? "" : "# ",
+                       o.id, o.slowdown, o.z);
+    }
+  }
+  for (const Outlier& o : sp.slow_gpus) {
+    y += fmt::format("# slow GPU: {}, {:.4f}x the median (z {:.1f})\n", o.id, o.slowdown, o.z);
+  }
+  if (!jitter.empty()) {
+    y += "network:\n  jitter:\n";
+    for (const auto& [key, text] : jitter) y += text;
+  }
+  if (!transfers.empty()) {
+    y += "# Pipeline transfers (send/receive) without the waits set apart as bubble; prismsim\n"
+         "# does not jitter point-to-point transfers, so these are for reference:\n";
+    for (const auto& [key, text] : transfers) y += text;
+  }
+  std::ofstream out(path, std::ios::binary);
+  out << y;
+  out.close();
+  if (!out) throw std::runtime_error(fmt::format("cannot write '{}'", path));
+}
+
+std::string calibration_report(const Calibration& c, const SampleSet& set) {
+  std::string r = "inputs:\n";
+  for (const InputSummary& in : set.inputs()) r += "  " + input_line(in) + "\n";
+  r += calls_line(set);
+  r += fmt::format("\n{:<28} {:>5} {:>11} {:>7} {:>7} {:>7}  {:>7} {:>7} {:>7}  {}\n", "section entry",
+                   "sigs", "samples", "p50", "p95", "p99", "normal", "lognorm", "gamma", "chosen (KS)");
+  auto row = [](const std::string& name, std::string sigs, const SlowdownFit& f) {
+    std::string ks;
+    for (size_t i = 0; i < 3; ++i) {
+      ks += i < f.families.size() ? fmt::format(" {:>7.4f}", f.families[i].ks_distance)
+                                  : fmt::format(" {:>7}", "-");
+    }
+    return fmt::format("{:<28} {:>5} {:>11} {:>7.4f} {:>7.4f} {:>7.4f} {}  {} ({:.4f})\n", name, sigs,
+                       thousands(f.samples), f.p50, f.p95, f.p99, ks, f.chosen, f.ks_distance);
+  };
+  for (const TargetFit& t : c.targets) r += row(t.target, std::to_string(t.signatures), t.fit);
+  const SpatialFit& sp = c.spatial;
+  if (sp.per_gpu) {
+    r += row("gpus.per_gpu", "-", *sp.per_gpu);
+    r += fmt::format("\nspatial: {} GPUs{}", sp.gpus, sp.nodes > 0 ? fmt::format(" on {} nodes", sp.nodes) : "");
+    if (sp.nodes >= 2) r += fmt::format(", between-node sigma {:.4f}", sp.node_sigma);
+    r += "\n";
+  } else {
+    r += fmt::format("\nspatial: not fitted: {}\n", sp.skipped);
+  }
+  for (const Outlier& o : sp.slow_nodes) {
+    r += fmt::format("  slow node {}: {:.4f}x the median (robust z {:.1f})\n", o.id, o.slowdown, o.z);
+  }
+  for (const Outlier& o : sp.slow_gpus) {
+    r += fmt::format("  slow GPU {}: {:.4f}x the median (robust z {:.1f})\n", o.id, o.slowdown, o.z);
+  }
+  r += fmt::format("\n{:<10} {:>9} {:>7} {:>10} {:>7} {:>7} {:>17}  {:<26}  {}\n", "kind", "samples",
+                   "waits", "nominal", "p95", "p99", "fit (KS)", "entry", "signature");
+  for (const SignatureFit& s : c.signatures) {
+    const Signature& sig = set.signatures()[s.signature];
+    const std::string waits = s.bubble_waits > 0 ? thousands(s.bubble_waits) : "-";
+    if (!s.fit) {
+      r += fmt::format("{:<10} {:>9} {:>7}  {:<72}  {}\n", to_string(sig.kind), thousands(s.samples),
+                       waits, "skipped: " + s.skipped, sig.name);
+      continue;
+    }
+    r += fmt::format("{:<10} {:>9} {:>7} {:>10} {:>7.4f} {:>7.4f} {:>17}  {:<26}  {}\n",
+                     to_string(sig.kind), thousands(s.samples), waits, human_seconds(s.nominal_s),
+                     s.fit->p95, s.fit->p99, fmt::format("{} ({:.3f})", s.fit->chosen, s.fit->ks_distance),
+                     s.target.empty() ? "not placed: scope unknown" : s.target, sig.name);
+  }
+  return r;
+}
+
+std::string calibration_json(const Calibration& c, const SampleSet& set) {
+  std::string j = "{\n\"inputs\": [";
+  for (size_t i = 0; i < set.inputs().size(); ++i) {
+    const InputSummary& in = set.inputs()[i];
+    j += fmt::format("{}\n  {{\"path\":{},\"format\":\"{}\",\"samples\":{},\"ignored\":{},\"zero_length\":{}}}",
+                     i == 0 ? "" : ",", json_string(in.path), in.format, in.samples, in.ignored,
+                     in.zero_length);
+  }
+  j += "],\n\"entries\": [";
+  for (size_t i = 0; i < c.targets.size(); ++i) {
+    j += fmt::format("{}\n  {{\"entry\":\"{}\",\"signatures\":{},\"fit\":{}}}", i == 0 ? "" : ",",
+                     c.targets[i].target, c.targets[i].signatures, json_fit(c.targets[i].fit));
+  }
+  const SpatialFit& sp = c.spatial;
+  std::string factors, outliers;
+  for (const auto& [id, f] : sp.gpu_factor) {
+    factors += fmt::format("{}{}:{}", factors.empty() ? "" : ",", json_string(id), json_number(f));
+  }
+  for (const auto* list : {&sp.slow_gpus, &sp.slow_nodes}) {
+    for (const Outlier& o : *list) {
+      outliers += fmt::format("{}{{\"kind\":\"{}\",\"id\":{},\"slowdown\":{},\"z\":{}}}",
+                              outliers.empty() ? "" : ",", list == &sp.slow_gpus ? "gpu" : "node",
+                              json_string(o.id), json_number(o.slowdown), json_number(o.z));
+    }
+  }
+  j += fmt::format(
+      "],\n\"spatial\": {{\"gpus\":{},\"nodes\":{},\"node_sigma\":{},\"skipped\":{},\"per_gpu\":{},"
+      "\"outliers\":[{}],\"gpu_factors\":{{{}}}}},\n\"signatures\": [",
+      sp.gpus, sp.nodes, json_number(sp.node_sigma), json_string(sp.skipped),
+      sp.per_gpu ? json_fit(*sp.per_gpu) : "null", outliers, factors);
+  for (size_t i = 0; i < c.signatures.size(); ++i) {
+    const SignatureFit& s = c.signatures[i];
+    const Signature& sig = set.signatures()[s.signature];
+    j += fmt::format(
+        "{}\n  {{\"kind\":\"{}\",\"signature\":{},\"class\":\"{}\",\"samples\":{},\"bubble_waits\":{},"
+        "\"nominal_s\":{},\"entry\":\"{}\",\"skipped\":{},\"fit\":{}}}",
+        i == 0 ? "" : ",", to_string(sig.kind), json_string(sig.name), sig.kernel_class, s.samples,
+        s.bubble_waits, json_number(s.nominal_s), s.target, json_string(s.skipped),
+        s.fit ? json_fit(*s.fit) : "null");
+  }
+  return j + "]\n}\n";
+}
+
+}  // namespace prismsim

@@ -1,0 +1,350 @@
+#include "variability_calibration.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <numeric>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+#include "stats/distribution.hpp"
+
+namespace prismsim {
+namespace {
+
+/// Otsu separability above which transfer durations are two populations (a unimodal normal
+/// sample scores about 2/pi = 0.64).
+constexpr double kBimodal = 0.8;
+/// Samples of a signature on one GPU needed to take its median there.
+constexpr size_t kMinPerGpu = 3;
+/// Robust spread below which GPUs count as identical (log units).
+constexpr double kMinSpread = 1e-4;
+/// Points of a fit's quantile table kept for plots.
+constexpr size_t kPlotPoints = 200;
+
+double median_of(std::vector<double> v) {
+  const size_t mid = v.size() / 2;
+  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(mid), v.end());
+  const double upper = v[mid];
+  if (v.size() % 2 == 1) return upper;
+  return (*std::max_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(mid)) + upper) / 2;
+}
+
+/// Linear interpolation between order statistics of `sorted` at probability p.
+double quantile_of_sorted(const std::vector<double>& sorted, double p) {
+  const double at = p * static_cast<double>(sorted.size() - 1);
+  const size_t i = static_cast<size_t>(at);
+  if (i + 1 >= sorted.size()) return sorted.back();
+  return sorted[i] + (at - static_cast<double>(i)) * (sorted[i + 1] - sorted[i]);
+}
+
+/// Quantiles at the midpoints (i + 0.5) / k of k equal slices.
+void midpoint_quantiles(const std::vector<double>& sorted, size_t k, std::vector<double>* p,
+                        std::vector<double>* q) {
+  for (size_t i = 0; i < k; ++i) {
+    const double prob = (static_cast<double>(i) + 0.5) / static_cast<double>(k);
+    if (p != nullptr) p->push_back(prob);
+    q->push_back(quantile_of_sorted(sorted, prob));
+  }
+}
+
+/// Robust z-scores of `logs` (median and 1.4826 x median absolute deviation).
+std::vector<double> robust_z(const std::vector<double>& logs) {
+  const double center = median_of(logs);
+  std::vector<double> deviations;
+  for (double l : logs) deviations.push_back(std::abs(l - center));
+  const double spread = std::max(kMinSpread, 1.4826 * median_of(deviations));
+  std::vector<double> z;
+  for (double l : logs) z.push_back((l - center) / spread);
+  return z;
+}
+
+/// The spatial fit from each measured GPU's factor (`factor`, rescaled here so that GPUs that are
+/// neither slow nor on a slow node have median 1): slow GPUs and nodes, the per-GPU distribution
+/// (within a node when nodes are known) and the spread between nodes.
+void fit_spatial(const SampleSet& set, const std::vector<size_t>& measured,
+                 const CalibrationOptions& options, std::vector<double>& factor,
+                 SpatialFit& spatial) {
+  const auto& node_of = set.gpu_nodes();
+  const auto median_factor = [&](auto&& keep) {
+    std::vector<double> values;
+    for (size_t g : measured) {
+      if (keep(g)) values.push_back(factor[g]);
+    }
+    return median_of(values);
+  };
+  const auto rescale = [&](double center) {
+    for (size_t g : measured) factor[g] /= center;
+  };
+  rescale(median_factor([](size_t) { return true; }));
+  // Outliers by robust z-scores of log factors: GPUs, then nodes (geometric means).
+  std::vector<double> logs;
+  for (size_t g : measured) logs.push_back(std::log(factor[g]));
+  const std::vector<double> z = robust_z(logs);
+  std::map<int32_t, std::vector<double>> node_logs;
+  bool all_placed = true;
+  for (size_t i = 0; i < measured.size(); ++i) {
+    const int32_t node = node_of[measured[i]];
+    if (node < 0) all_placed = false;
+    else node_logs[node].push_back(logs[i]);
+  }
+  std::map<int32_t, double> node_mean;
+  for (const auto& [node, l] : node_logs) {
+    node_mean[node] = std::accumulate(l.begin(), l.end(), 0.0) / static_cast<double>(l.size());
+  }
+  std::map<int32_t, double> slow_node_z;
+  if (node_mean.size() >= 3) {
+    std::vector<double> means;
+    for (const auto& [node, m] : node_mean) means.push_back(m);
+    const std::vector<double> nz = robust_z(means);
+    size_t i = 0;
+    for (const auto& [node, m] : node_mean) {
+      if (nz[i] > options.outlier_z && std::exp(m) >= options.outlier_min_slowdown) {
+        slow_node_z[node] = nz[i];
+      }
+      ++i;
+    }
+  }
+  spatial.nodes = node_mean.size();
+  const auto on_slow_node = [&](size_t g) { return slow_node_z.contains(node_of[g]); };
+  std::vector<bool> slow_gpu(factor.size(), false);
+  for (size_t i = 0; i < measured.size(); ++i) {
+    slow_gpu[measured[i]] = z[i] > options.outlier_z &&
+                            factor[measured[i]] >= options.outlier_min_slowdown;
+  }
+  // The reference speed is the healthy GPUs' median, not one that slow GPUs pull up.
+  const double center =
+      median_factor([&](size_t g) { return !slow_gpu[g] && !on_slow_node(g); });
+  rescale(center);
+  for (size_t i = 0; i < measured.size(); ++i) {
+    const size_t g = measured[i];
+    spatial.gpu_factor.emplace_back(set.gpu_ids()[g], factor[g]);
+    // A slow node's GPUs are slow because the node is.
+    if (slow_gpu[g] && !on_slow_node(g)) spatial.slow_gpus.push_back({set.gpu_ids()[g], factor[g], z[i]});
+  }
+  for (const auto& [node, nz] : slow_node_z) {
+    spatial.slow_nodes.push_back(
+        {set.node_ids()[static_cast<size_t>(node)], std::exp(node_mean[node]) / center, nz});
+  }
+  // Per-GPU spread from the GPUs off slow nodes.
+  std::vector<double> per_gpu;
+  std::map<int32_t, std::vector<double>> healthy;  // node -> log factors
+  for (size_t g : measured) {
+    if (on_slow_node(g)) continue;
+    per_gpu.push_back(factor[g]);
+    if (all_placed) healthy[node_of[g]].push_back(std::log(factor[g]));
+  }
+  bool by_node = all_placed && healthy.size() >= 2;
+  for (const auto& [node, l] : healthy) by_node = by_node && l.size() >= 2;
+  if (by_node) {
+    // Random effects: log factor = node effect + GPU effect. Within-node residuals, their
+    // variance corrected for the node mean they were taken from; the node effect's variance
+    // is what the node means vary beyond the residuals' share.
+    per_gpu.clear();
+    double within = 0, dof = 0, inverse_sizes = 0;
+    std::vector<double> means;
+    for (const auto& [node, l] : healthy) {
+      const double n = static_cast<double>(l.size());
+      const double m = std::accumulate(l.begin(), l.end(), 0.0) / n;
+      for (double v : l) {
+        within += (v - m) * (v - m);
+        per_gpu.push_back(std::exp((v - m) * std::sqrt(n / (n - 1))));
+      }
+      dof += n - 1;
+      inverse_sizes += 1 / n;
+      means.push_back(m);
+    }
+    const double k = static_cast<double>(means.size());
+    const double mean_of_means = std::accumulate(means.begin(), means.end(), 0.0) / k;
+    double between = 0;
+    for (double m : means) between += (m - mean_of_means) * (m - mean_of_means) / (k - 1);
+    spatial.node_sigma = std::sqrt(std::max(0.0, between - within / dof * inverse_sizes / k));
+  }
+  spatial.per_gpu = fit_slowdowns(per_gpu, options);
+}
+
+}  // namespace
+
+OtsuSplit otsu_split(const std::vector<double>& sorted) {
+  OtsuSplit best;
+  const size_t n = sorted.size();
+  if (n < 2) return best;
+  double total = 0, total_sq = 0;
+  for (double v : sorted) {
+    total += v;
+    total_sq += v * v;
+  }
+  const double mean = total / static_cast<double>(n);
+  const double variance = total_sq / static_cast<double>(n) - mean * mean;
+  if (variance <= 0) return best;
+  double lower_sum = 0;
+  double best_between = -1;
+  for (size_t i = 1; i < n; ++i) {
+    lower_sum += sorted[i - 1];
+    if (sorted[i] == sorted[i - 1]) continue;  // a threshold lies between distinct values
+    const double w0 = static_cast<double>(i) / static_cast<double>(n);
+    const double mu0 = lower_sum / static_cast<double>(i);
+    const double mu1 = (total - lower_sum) / static_cast<double>(n - i);
+    const double between = w0 * (1 - w0) * (mu0 - mu1) * (mu0 - mu1);
+    if (between > best_between) {
+      best_between = between;
+      best.upper_begin = i;
+    }
+  }
+  best.separability = std::clamp(best_between / variance, 0.0, 1.0);
+  return best;
+}
+
+SlowdownFit fit_slowdowns(std::vector<double> slowdowns, const CalibrationOptions& options) {
+  if (slowdowns.empty()) throw std::invalid_argument("no slowdowns to fit");
+  std::sort(slowdowns.begin(), slowdowns.end());
+  SlowdownFit out;
+  out.samples = slowdowns.size();
+  out.p50 = quantile_of_sorted(slowdowns, 0.5);
+  out.p95 = quantile_of_sorted(slowdowns, 0.95);
+  out.p99 = quantile_of_sorted(slowdowns, 0.99);
+  out.max = slowdowns.back();
+  midpoint_quantiles(slowdowns, std::min(kPlotPoints, slowdowns.size()), &out.probabilities,
+                     &out.quantiles);
+  if (slowdowns.front() == slowdowns.back()) {
+    out.chosen = "constant";
+    out.distribution = DistributionSpec::constant_at(slowdowns.front());
+    return out;
+  }
+  out.families = fit_families(slowdowns);
+  // A slowdown is positive: the normal is truncated well below the smallest value seen.
+  Fit& normal = out.families.front();
+  normal.distribution.floor = slowdowns.front() / 2;
+  normal.ks_distance = ks_distance_to(slowdowns, normal.distribution);
+  const char* names[] = {"normal", "lognormal", "gamma"};
+  size_t best = 0;
+  for (size_t i = 1; i < out.families.size(); ++i) {
+    if (out.families[i].ks_distance < out.families[best].ks_distance) best = i;
+  }
+  const double accept =
+      std::max(options.max_ks, 1.36 / std::sqrt(static_cast<double>(slowdowns.size())));
+  if (out.families[best].ks_distance <= accept) {
+    out.chosen = names[best];
+    out.distribution = out.families[best].distribution;
+    out.ks_distance = out.families[best].ks_distance;
+    return out;
+  }
+  out.chosen = "empirical";
+  out.distribution.family = DistributionSpec::Family::empirical;
+  midpoint_quantiles(slowdowns, std::min(options.empirical_points, slowdowns.size()), nullptr,
+                     &out.distribution.samples);
+  // Both are step functions: the two-sample distance handles their ties.
+  out.ks_distance = ks_distance(slowdowns, out.distribution.samples);
+  return out;
+}
+
+Calibration calibrate(const SampleSet& set, const CalibrationOptions& options) {
+  const auto& signatures = set.signatures();
+  const auto& samples = set.samples();
+  // Sample indices by signature, in input order.
+  std::vector<std::vector<size_t>> of_signature(signatures.size());
+  for (size_t i = 0; i < samples.size(); ++i) of_signature[samples[i].signature].push_back(i);
+
+  Calibration out;
+  std::vector<std::vector<double>> kept(signatures.size());  // durations that are fitted
+  for (uint32_t s = 0; s < signatures.size(); ++s) {
+    SignatureFit fit;
+    fit.signature = s;
+    fit.samples = of_signature[s].size();
+    std::vector<double>& durations = kept[s];
+    for (size_t i : of_signature[s]) durations.push_back(samples[i].seconds);
+    if (signatures[s].kind == SampleKind::p2p && durations.size() >= 2) {
+      // Waiting for the peer (the pipeline bubble) and the transfer itself: two populations.
+      std::vector<double> logs;
+      for (double d : durations) logs.push_back(std::log(d));
+      std::sort(logs.begin(), logs.end());
+      const OtsuSplit split = otsu_split(logs);
+      if (split.separability >= kBimodal) {
+        const double threshold = std::exp(logs[split.upper_begin - 1]);
+        std::erase_if(durations, [&](double d) { return d > threshold; });
+        fit.bubble_waits = fit.samples - durations.size();
+      }
+    }
+    if (durations.size() < options.min_samples) {
+      fit.skipped = fit.bubble_waits > 0
+                        ? fmt::format("{} transfers after setting apart {} waits; fewer than {}",
+                                      durations.size(), fit.bubble_waits, options.min_samples)
+                        : fmt::format("{} samples, fewer than {}", durations.size(),
+                                      options.min_samples);
+      durations.clear();
+    }
+    out.signatures.push_back(std::move(fit));
+  }
+
+  // Spatial variation: each GPU's median duration of each kernel signature against the median
+  // over GPUs; a GPU's factor is the median of its ratios.
+  SpatialFit& spatial = out.spatial;
+  const size_t gpus = set.gpu_ids().size();
+  std::vector<std::vector<double>> ratios(gpus);
+  for (uint32_t s = 0; s < signatures.size(); ++s) {
+    if (signatures[s].kind != SampleKind::kernel || kept[s].empty()) continue;
+    std::map<int32_t, std::vector<double>> on_gpu;
+    for (size_t i : of_signature[s]) {
+      if (samples[i].gpu >= 0) on_gpu[samples[i].gpu].push_back(samples[i].seconds);
+    }
+    std::vector<std::pair<int32_t, double>> medians;
+    for (auto& [gpu, durations] : on_gpu) {
+      if (durations.size() >= kMinPerGpu) medians.emplace_back(gpu, median_of(durations));
+    }
+    if (medians.size() < 2) continue;
+    std::vector<double> values;
+    for (const auto& [gpu, m] : medians) values.push_back(m);
+    const double center = median_of(values);
+    for (const auto& [gpu, m] : medians) ratios[static_cast<size_t>(gpu)].push_back(m / center);
+  }
+  std::vector<double> factor(gpus, 1.0);
+  std::vector<size_t> measured;  // GPUs with a factor
+  for (size_t g = 0; g < gpus; ++g) {
+    if (ratios[g].empty()) continue;
+    factor[g] = median_of(ratios[g]);
+    measured.push_back(g);
+  }
+  spatial.gpus = measured.size();
+  if (measured.size() < std::max<size_t>(options.min_gpus, 2)) {
+    spatial.skipped = gpus == 0 ? "the samples do not say which GPU ran them"
+                                : fmt::format("{} GPUs with enough samples, fewer than {}",
+                                              measured.size(), options.min_gpus);
+    std::fill(factor.begin(), factor.end(), 1.0);
+  } else {
+    fit_spatial(set, measured, options, factor, spatial);
+  }
+
+  // Temporal variation: durations over the GPU's factor and the signature's nominal.
+  std::map<std::string, std::pair<size_t, std::vector<double>>> pools;  // target -> (signatures, values)
+  for (SignatureFit& fit : out.signatures) {
+    std::vector<double>& durations = kept[fit.signature];
+    if (durations.empty()) continue;
+    const Signature& sig = signatures[fit.signature];
+    if (sig.kind == SampleKind::kernel) {
+      durations.clear();
+      for (size_t i : of_signature[fit.signature]) {
+        const int32_t gpu = samples[i].gpu;
+        durations.push_back(samples[i].seconds / (gpu >= 0 ? factor[static_cast<size_t>(gpu)] : 1.0));
+      }
+      fit.target = "kernels." + sig.kernel_class;
+    } else if (sig.scope) {
+      fit.target = fmt::format("{}.{}", sig.kind == SampleKind::p2p ? "transfers" : "network.jitter",
+                               to_string(*sig.scope));
+    }
+    fit.nominal_s = median_of(durations);
+    for (double& d : durations) d /= fit.nominal_s;
+    fit.fit = fit_slowdowns(durations, options);
+    if (!fit.target.empty()) {
+      auto& [count, values] = pools[fit.target];
+      ++count;
+      values.insert(values.end(), durations.begin(), durations.end());
+    }
+  }
+  for (auto& [target, pool] : pools) {
+    out.targets.push_back({target, pool.first, fit_slowdowns(std::move(pool.second), options)});
+  }
+  return out;
+}
+
+}  // namespace prismsim
