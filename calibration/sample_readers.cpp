@@ -215,13 +215,15 @@ class KinetoReader {
                        "\"kernel\" (a PyTorch profiler trace recorded with CUDA activities)");
     }
     const int gpn = set_.options().gpus_per_node;
-    std::vector<int32_t> gpu_of_device;
+    std::map<int, int32_t> gpu_of_device;
     auto gpu = [&](int device) {
-      if (rank_ >= 0) {
-        static_cast<void>(device);
-        return set_.gpu(fmt::format("rank {}", rank_), fmt::format("{}", rank_ / gpn));
+      auto [it, added] = gpu_of_device.try_emplace(device, -1);
+      if (added) {
+        it->second = rank_ >= 0
+                         ? set_.gpu(fmt::format("rank {}", rank_), fmt::format("{}", rank_ / gpn))
+                         : set_.gpu(fmt::format("{} device {}", path_, device), "");
       }
-      return set_.gpu(fmt::format("{} device {}", path_, device), "");
+      return it->second;
     };
     for (const PendingKernel& k : kernels_pending_) {
       std::string_view shape;
@@ -378,7 +380,7 @@ void read_samples_csv(const std::string& path, SampleSet& set) {
                     fmt::format("step must be a non-negative integer, got '{}'", field(step).first));
       }
     }
-    if (diags.size() >= 20 || !diags.empty()) {
+    if (!diags.empty()) {  // from the first error on, rows are only checked
       if (diags.size() >= 20) break;
       continue;
     }

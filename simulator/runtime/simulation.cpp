@@ -329,7 +329,7 @@ void Simulation::trace_kernels(int rank, int stream, double start, double nomina
     size_t next = 0;
     for (const Op* op : fused) {
       const auto add = [&](const std::string& name, const char* category, double seconds,
-                           bool communication) {
+                           double bytes) {
         const double d = own != nullptr ? (*own)[next++] : seconds * scale;
         TraceSpan kernel;
         kernel.rank = as;
@@ -339,17 +339,20 @@ void Simulation::trace_kernels(int rank, int stream, double start, double nomina
         kernel.name = name;
         kernel.category = category;
         kernel.microbatch = op->microbatch;
-        if (communication) kernel.group = lockstep;
+        if (category == std::string_view("communication")) {
+          kernel.op = name;
+          kernel.bytes = bytes;
+          kernel.group = lockstep;
+        }
         trace_->add(std::move(kernel));
         at += d;
       };
       if (op->segment < 0) {
-        add("compute", "compute", op->seconds, false);
+        add("compute", "compute", op->seconds, 0);
         continue;
       }
       for (const Kernel& k : job_.segments[static_cast<size_t>(op->segment)].kernels) {
-        add(k.name, to_string(k.kernel_class), k.seconds,
-            k.kernel_class == KernelClass::communication);
+        add(k.name, to_string(k.kernel_class), k.seconds, k.bytes);
       }
     }
   }

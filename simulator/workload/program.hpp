@@ -19,6 +19,7 @@ struct Kernel {
   KernelClass kernel_class = KernelClass::gemm;
   double seconds = 0;
   CommScope scope = CommScope::intra_node;  ///< communication: where its group's GPUs are
+  double bytes = 0;                         ///< communication: message size (nccl-tests convention)
 };
 
 /// Kernels that run back to back with no outside interaction: simulated as one execution whose

@@ -284,7 +284,7 @@ const std::vector<OpTemplate>& TransformerJobBuilder::templates(bool forward, in
       } else if (!network_) {
         const int group = item.group == LayerGroup::tp ? groups.tp : groups.cp;
         segment.add({item.name, KernelClass::communication, analytic_seconds(item, groups),
-                     topology_.scope_of(gpus_of(group))});
+                     topology_.scope_of(gpus_of(group)), item.bytes});
       } else {
         flush();
         ops.push_back(OpTemplate{-1, item.op, item.bytes, item.group});
