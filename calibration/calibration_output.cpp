@@ -73,17 +73,18 @@ std::string json_fit(const SlowdownFit& f) {
         i == 0 ? "" : ",", kFamilies[i], json_string(distribution_yaml(f.families[i].distribution)),
         json_number(f.families[i].ks_distance), json_number(f.families[i].log_likelihood), quantiles);
   }
-  std::string probabilities, quantiles;
+  std::string probabilities, quantiles, chosen;
   for (size_t i = 0; i < f.probabilities.size(); ++i) {
     probabilities += (i == 0 ? "" : ",") + json_number(f.probabilities[i]);
     quantiles += (i == 0 ? "" : ",") + json_number(f.quantiles[i]);
+    chosen += (i == 0 ? "" : ",") + json_number(distribution_quantile(f.distribution, f.probabilities[i]));
   }
   return fmt::format(
       R"({{"samples":{},"p50":{},"p95":{},"p99":{},"max":{},"chosen":"{}","distribution":{},)"
-      R"("ks":{},"families":[{}],"probabilities":[{}],"quantiles":[{}]}})",
+      R"("ks":{},"families":[{}],"probabilities":[{}],"quantiles":[{}],"chosen_quantiles":[{}]}})",
       f.samples, json_number(f.p50), json_number(f.p95), json_number(f.p99), json_number(f.max), f.chosen,
       json_string(f.chosen == "empirical" ? "empirical" : distribution_yaml(f.distribution)),
-      json_number(f.ks_distance), families, probabilities, quantiles);
+      json_number(f.ks_distance), families, probabilities, quantiles, chosen);
 }
 
 }  // namespace
@@ -112,7 +113,7 @@ std::string distribution_yaml(const DistributionSpec& d, const std::string& empi
     case F::mixture: {
       std::string parts;
       for (const auto& [weight, component] : d.components) {
-        const std::string inner = distribution_yaml(component);
+        const std::string inner = distribution_yaml(component, empirical_file);
         parts += fmt::format("{}{{weight: {}, {}", parts.empty() ? "" : ", ", number(weight),
                              inner.front() == '{' ? inner.substr(1) : "constant: " + inner + "}");
       }
@@ -129,14 +130,18 @@ void write_variability_section(const Calibration& c, const SampleSet& set, const
   std::vector<std::string> side_files;
   // The distribution of entry `name`, its samples written beside the section when empirical.
   auto entry = [&](const std::string& name, const SlowdownFit& f) {
-    if (f.distribution.family != DistributionSpec::Family::empirical) {
+    // The measured values: the whole pool, or the heavy tail of a mixture.
+    const DistributionSpec* measured = &f.distribution;
+    for (const auto& [weight, component] : f.distribution.components) measured = &component;
+    if (measured->family != DistributionSpec::Family::empirical) {
       return distribution_yaml(f.distribution);
     }
-    const std::string file = fmt::format("{}.{}.txt", stem, name);
+    const bool tail = measured != &f.distribution;
+    const std::string file = fmt::format("{}.{}{}.txt", stem, name, tail ? ".tail" : "");
     std::ofstream side(out_path.parent_path() / file, std::ios::binary);
-    side << fmt::format("# Empirical slowdowns of {}: {} quantiles of {} samples (prismsim calibrate)\n",
-                        name, f.distribution.samples.size(), thousands(f.samples));
-    for (double v : f.distribution.samples) side << number(v) << '\n';
+    side << fmt::format("# Empirical slowdowns of {}{}: {} quantiles (prismsim calibrate)\n", name,
+                        tail ? ", its heavy tail" : "", measured->samples.size());
+    for (double v : measured->samples) side << number(v) << '\n';
     side.close();
     if (!side) throw std::runtime_error(fmt::format("cannot write '{}'", file));
     return distribution_yaml(f.distribution, file);

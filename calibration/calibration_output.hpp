@@ -6,12 +6,14 @@
 
 namespace prismsim {
 
-/// A distribution in the scenario YAML syntax (a flow map, or a number for a constant);
-/// empirical samples go to `empirical_file`, named relative to the section.
+/// A distribution in the scenario YAML syntax (a flow map, or a number for a constant); an
+/// empirical distribution (or a mixture's empirical component) names `empirical_file`, relative
+/// to the section, when given, else lists its samples.
 std::string distribution_yaml(const DistributionSpec& d, const std::string& empirical_file = "");
 
 /// Writes the fitted `variability:` section to `path` (and an `<stem>.<entry>.txt` file next to
-/// it for each empirical pool), with the provenance in comments: inputs, sample counts, fits.
+/// it for each empirical pool, `<stem>.<entry>.tail.txt` for each measured heavy tail), with the
+/// provenance in comments: inputs, sample counts, fits.
 /// `command` is the command line that produced it. Throws std::runtime_error if it cannot write.
 void write_variability_section(const Calibration& c, const SampleSet& set, const std::string& path,
                                const std::string& command);

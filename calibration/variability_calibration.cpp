@@ -4,6 +4,7 @@
 #include <cmath>
 #include <map>
 #include <numeric>
+#include <optional>
 #include <stdexcept>
 
 #include <fmt/format.h>
@@ -22,6 +23,11 @@ constexpr size_t kMinPerGpu = 3;
 constexpr double kMinSpread = 1e-4;
 /// Points of a fit's quantile table kept for plots.
 constexpr size_t kPlotPoints = 200;
+/// A heavy tail: values more than kTailFence robust standard deviations of the logs above their
+/// median, at most kMaxTail of the sample, kept as at most kTailPoints quantiles.
+constexpr double kTailFence = 4;
+constexpr double kMaxTail = 0.05;
+constexpr size_t kTailPoints = 100;
 
 double median_of(std::vector<double> v) {
   const size_t mid = v.size() / 2;
@@ -58,6 +64,54 @@ std::vector<double> robust_z(const std::vector<double>& logs) {
   std::vector<double> z;
   for (double l : logs) z.push_back((l - center) / spread);
   return z;
+}
+
+const char* const kFamilyNames[] = {"normal", "lognormal", "gamma"};
+
+/// The families fitted to `sorted` (ascending), the normal truncated well below the smallest
+/// value so that a slowdown stays positive.
+std::vector<Fit> floored_families(const std::vector<double>& sorted) {
+  std::vector<Fit> fits = fit_families(sorted);
+  Fit& normal = fits.front();
+  normal.distribution.floor = sorted.front() / 2;
+  normal.ks_distance = ks_distance_to(sorted, normal.distribution);
+  return fits;
+}
+
+size_t best_family(const std::vector<Fit>& fits) {
+  size_t best = 0;
+  for (size_t i = 1; i < fits.size(); ++i) {
+    if (fits[i].ks_distance < fits[best].ks_distance) best = i;
+  }
+  return best;
+}
+
+/// The best family fitted to the values below a robust fence (kTailFence robust standard
+/// deviations of the logs above their median), mixed with the empirical values above it, when
+/// those are at most kMaxTail of the sample: ("lognormal+tail", the mixture and its KS distance).
+std::optional<std::pair<std::string, Fit>> body_and_tail(const std::vector<double>& sorted) {
+  std::vector<double> logs;
+  for (double v : sorted) logs.push_back(std::log(v));
+  const std::vector<double> z = robust_z(logs);  // ascending, as `sorted` is
+  const auto body_size = static_cast<std::ptrdiff_t>(
+      std::upper_bound(z.begin(), z.end(), kTailFence) - z.begin());
+  const std::vector<double> body(sorted.begin(), sorted.begin() + body_size);
+  const std::vector<double> tail(sorted.begin() + body_size, sorted.end());
+  if (tail.empty() || static_cast<double>(tail.size()) > kMaxTail * static_cast<double>(sorted.size()) ||
+      body.size() < 2 || body.front() == body.back()) {
+    return std::nullopt;
+  }
+  const std::vector<Fit> fits = floored_families(body);
+  const size_t best = best_family(fits);
+  DistributionSpec measured_tail;
+  measured_tail.family = DistributionSpec::Family::empirical;
+  midpoint_quantiles(tail, std::min(kTailPoints, tail.size()), nullptr, &measured_tail.samples);
+  const double weight = static_cast<double>(tail.size()) / static_cast<double>(sorted.size());
+  Fit mixture;
+  mixture.distribution.family = DistributionSpec::Family::mixture;
+  mixture.distribution.components = {{1 - weight, fits[best].distribution}, {weight, measured_tail}};
+  mixture.ks_distance = ks_distance_to(sorted, mixture.distribution);
+  return std::pair{std::string(kFamilyNames[best]) + "+tail", mixture};
 }
 
 /// The spatial fit from each measured GPU's factor (`factor`, rescaled here so that GPUs that are
@@ -212,22 +266,22 @@ SlowdownFit fit_slowdowns(std::vector<double> slowdowns, const CalibrationOption
     out.distribution = DistributionSpec::constant_at(slowdowns.front());
     return out;
   }
-  out.families = fit_families(slowdowns);
-  // A slowdown is positive: the normal is truncated well below the smallest value seen.
-  Fit& normal = out.families.front();
-  normal.distribution.floor = slowdowns.front() / 2;
-  normal.ks_distance = ks_distance_to(slowdowns, normal.distribution);
-  const char* names[] = {"normal", "lognormal", "gamma"};
-  size_t best = 0;
-  for (size_t i = 1; i < out.families.size(); ++i) {
-    if (out.families[i].ks_distance < out.families[best].ks_distance) best = i;
-  }
+  out.families = floored_families(slowdowns);
+  const size_t best = best_family(out.families);
   const double accept =
       std::max(options.max_ks, 1.36 / std::sqrt(static_cast<double>(slowdowns.size())));
   if (out.families[best].ks_distance <= accept) {
-    out.chosen = names[best];
+    out.chosen = kFamilyNames[best];
     out.distribution = out.families[best].distribution;
     out.ks_distance = out.families[best].ks_distance;
+    return out;
+  }
+  // A rare heavy tail (stalls, retries) spoils every family's fit to the whole sample: fit the
+  // body, and keep the tail as measured, as a mixture.
+  if (auto mixture = body_and_tail(slowdowns); mixture && mixture->second.ks_distance <= accept) {
+    out.chosen = mixture->first;
+    out.distribution = mixture->second.distribution;
+    out.ks_distance = mixture->second.ks_distance;
     return out;
   }
   out.chosen = "empirical";

@@ -13,7 +13,8 @@ namespace prismsim {
 struct CalibrationOptions {
   size_t min_samples = 30;  ///< signatures with fewer samples are reported and skipped
   /// A family is accepted when its KS distance is at most max(max_ks, 1.36 / sqrt(n)) (within
-  /// max_ks, or not rejected at the 5% level); otherwise the empirical pool is kept.
+  /// max_ks, or not rejected at the 5% level); else a family fitted to the body mixed with the
+  /// measured heavy tail, when that is accepted; otherwise the empirical pool is kept.
   double max_ks = 0.02;
   double outlier_z = 3.5;             ///< robust z-score of a slow GPU or node
   double outlier_min_slowdown = 1.05;  ///< and at least this much slower than the median
@@ -26,7 +27,7 @@ struct SlowdownFit {
   size_t samples = 0;
   double p50 = 0, p95 = 0, p99 = 0, max = 0;  ///< of the sample
   std::vector<Fit> families;                  ///< normal (floored), lognormal, gamma when fitted
-  std::string chosen;                         ///< family name, "empirical" or "constant"
+  std::string chosen;  ///< family name, FAMILY+tail (a mixture), "empirical" or "constant"
   DistributionSpec distribution;              ///< what the section uses
   double ks_distance = 0;                     ///< of the chosen distribution (0 for empirical)
   /// For plots: probabilities and the sample's quantiles at them.

@@ -697,6 +697,16 @@ def calibration_fit(fit, where):
                              f"{len(probabilities)} probabilities")
         ks = family.get("ks")
         checked.append((name, ks if isinstance(ks, (int, float)) else None, values))
+    # The chosen distribution when it is none of the families (a family plus its measured tail).
+    chosen = str(fit.get("chosen", "?"))
+    if fit.get("chosen_quantiles") is not None and chosen not in [c[0] for c in checked] \
+            and chosen not in ("empirical", "constant"):
+        values = number_list(fit["chosen_quantiles"], f"{where}: 'chosen_quantiles'")
+        if len(values) != len(probabilities):
+            raise InputError(f"{where}: {len(values)} chosen quantiles for {len(probabilities)} "
+                             f"probabilities")
+        ks = fit.get("ks")
+        checked.append((chosen, ks if isinstance(ks, (int, float)) else None, values))
     samples = fit.get("samples")
     return {"samples": samples if isinstance(samples, int) else len(quantiles),
             "chosen": str(fit.get("chosen", "?")), "probabilities": probabilities,

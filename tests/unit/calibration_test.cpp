@@ -162,6 +162,17 @@ TEST_CASE("fits choose the family a sample came from, else keep the sample") {
   REQUIRE(fit.families.size() == 3);
   CHECK(fit.families[0].distribution.floor > 0);  // a slowdown's normal stays positive
 
+  // A rare heavy tail (0.1% of kernels 3x slower): the body's family, the tail as measured.
+  std::vector<double> tailed = sample;
+  for (size_t i = 0; i < tailed.size(); i += 1000) tailed[i] *= 3;
+  const SlowdownFit body = fit_slowdowns(tailed, options);
+  CHECK(body.chosen == "lognormal+tail");
+  REQUIRE(body.distribution.components.size() == 2);
+  CHECK(body.distribution.components[0].second.sigma == doctest::Approx(0.05).epsilon(0.03));
+  CHECK(body.distribution.components[1].first == doctest::Approx(0.001));
+  CHECK(body.distribution.components[1].second.family == DistributionSpec::Family::empirical);
+  CHECK(body.ks_distance < 0.02);
+
   // Two well-separated modes: no family fits, the empirical quantiles stand in.
   std::vector<double> bimodal;
   for (int i = 0; i < 5000; ++i) bimodal.push_back(i % 10 == 0 ? 2.0 * lognormal(rng) : lognormal(rng));
