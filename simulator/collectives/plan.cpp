@@ -134,15 +134,54 @@ class RingPlan final : public CollectivePlan {
   bool chain_ = false;
 };
 
-/// Double binary tree all-reduce: two trees each reduce then broadcast half of the data in
-/// pipelined chunks; tree 1 mirrors tree 0's positions, so a rank inside one tree is (mostly) a
-/// leaf of the other. Each tree is one lane.
+/// NCCL's double binary tree all-reduce: two trees each reduce then broadcast half of the data
+/// in pipelined chunks. Across nodes the trees are binary, tree 1 mirroring tree 0 so that a node
+/// inside one is (mostly) a leaf of the other; inside a node the members form a chain below the
+/// node's first member, which links to the other nodes. In one node a tree is therefore a chain
+/// (2 (n-1) hops), as NCCL builds it. Each tree is one lane.
 class TreePlan final : public CollectivePlan {
  public:
-  TreePlan(int n, double bytes) : n_(n) {
+  TreePlan(const GroupLayout& layout, double bytes) {
     chunks_ = pipeline_chunks(bytes / 2);
     chunk_ = bytes / 2 / chunks_;
-    for (int d = 1; d < n; d *= 2) ++depth_;
+    // Members by node, nodes in order of first appearance.
+    std::vector<std::vector<int>> members;
+    std::vector<int> node_index;
+    for (int pos = 0; pos < layout.size(); ++pos) {
+      const int node = layout.node[static_cast<size_t>(pos)];
+      const auto at = static_cast<size_t>(
+          std::find(node_index.begin(), node_index.end(), node) - node_index.begin());
+      if (at == node_index.size()) {
+        node_index.push_back(node);
+        members.emplace_back();
+      }
+      members[at].push_back(pos);
+    }
+    const int nodes = static_cast<int>(members.size());
+    for (int tree = 0; tree < 2; ++tree) {
+      std::vector<Node>& t = trees_[tree];
+      t.assign(static_cast<size_t>(layout.size()), Node{-1, {}});
+      const auto link = [&](int parent, int child) {
+        t[static_cast<size_t>(child)].parent = parent;
+        t[static_cast<size_t>(parent)].children.push_back(child);
+      };
+      for (const auto& chain : members) {
+        for (size_t i = 1; i < chain.size(); ++i) link(chain[i - 1], chain[i]);
+      }
+      // The binary tree over nodes (a heap; tree 1 numbers the nodes backwards).
+      const auto head = [&](int heap) {
+        return members[static_cast<size_t>(tree == 0 ? heap : nodes - 1 - heap)].front();
+      };
+      for (int heap = 1; heap < nodes; ++heap) link(head((heap - 1) / 2), head(heap));
+    }
+    for (int pos = 0; pos < layout.size(); ++pos) {
+      int hops = 0;
+      for (int at = pos; trees_[0][static_cast<size_t>(at)].parent >= 0;
+           at = trees_[0][static_cast<size_t>(at)].parent) {
+        ++hops;
+      }
+      depth_ = std::max(depth_, hops);
+    }
   }
 
   int phases() const override { return 1; }
@@ -153,7 +192,7 @@ class TreePlan final : public CollectivePlan {
   void phase(int pos, int, CommStep& out) const override {
     out.clear();
     for (int tree = 0; tree < 2; ++tree) {
-      const Node node = node_of(pos, tree);
+      const Node& node = trees_[tree][static_cast<size_t>(pos)];
       const double half = chunk_ * chunks_;
       if (node.parent >= 0) out.sends.push_back({node.parent, half});
       for (int child : node.children) out.sends.push_back({child, half});
@@ -166,7 +205,7 @@ class TreePlan final : public CollectivePlan {
   int step_count(int, int) const override { return 2 * chunks_; }
   void step(int pos, int lane, int index, CommStep& out) const override {
     out.clear();
-    const Node node = node_of(pos, lane);
+    const Node& node = trees_[lane][static_cast<size_t>(pos)];
     if (index < chunks_) {
       // Reduce chunk `index`: from the children, then up to the parent.
       out.recvs = node.children;
@@ -184,19 +223,9 @@ class TreePlan final : public CollectivePlan {
     std::vector<int> children;
   };
 
-  Node node_of(int pos, int tree) const {
-    auto to_tree = [&](int p) { return tree == 0 ? p : n_ - 1 - p; };
-    const int me = to_tree(pos);
-    Node node{me == 0 ? -1 : to_tree((me - 1) / 2), {}};
-    for (int child = 2 * me + 1; child <= 2 * me + 2 && child < n_; ++child) {
-      node.children.push_back(to_tree(child));
-    }
-    return node;
-  }
-
-  int n_;
+  std::vector<Node> trees_[2];  ///< per tree, per position
   int chunks_ = 1;
-  int depth_ = 0;
+  int depth_ = 0;  ///< hops from the deepest member to the root
   double chunk_ = 0;
 };
 
@@ -379,7 +408,7 @@ std::unique_ptr<CollectivePlan> CollectivePlanner::plan(CollectiveOp op, Algorit
   const int n = layout_.size();
   switch (algorithm) {
     case Algorithm::ring: return std::make_unique<RingPlan>(*this, op, bytes, root);
-    case Algorithm::tree: return std::make_unique<TreePlan>(n, bytes);
+    case Algorithm::tree: return std::make_unique<TreePlan>(layout_, bytes);
     case Algorithm::hierarchical: return std::make_unique<HierarchicalPlan>(layout_, bytes);
     case Algorithm::nvls: return std::make_unique<NvlsPlan>(n, bytes);
     case Algorithm::direct: return std::make_unique<DirectPlan>(op, n, bytes);
