@@ -98,7 +98,9 @@ PlatformSpec fit_collectives(PlatformSpec platform, CollectiveOp op,
       const auto predicted = predict_log(p, op, log);
       double sum = 0;
       for (size_t i = 0; i < predicted.size(); ++i) {
-        const double e = std::log(predicted[i] / log.points[i].time_s);
+        // In units of the validation tolerance of the size: 10% from 1 MiB, 25% below.
+        const double tolerance = log.points[i].bytes >= 1024.0 * 1024.0 ? 0.10 : 0.25;
+        const double e = std::log(predicted[i] / log.points[i].time_s) / tolerance;
         sum += e * e;
       }
       total += sum / static_cast<double>(predicted.size());
