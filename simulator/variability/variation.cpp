@@ -209,6 +209,7 @@ RunVariation::RunVariation(const VariationModel& model, uint64_t run_seed)
       unit.varies |= unit.slowdown.back() != 1.0;
     }
     unit.varies |= model.thermal_;
+    unit.max_slowdown = *std::max_element(unit.slowdown.begin(), unit.slowdown.end());
     unit.comm_key = splitmix64(comm_key ^ splitmix64(static_cast<uint64_t>(*std::min_element(
                                               unit.gpus.begin(), unit.gpus.end()))));
   }
@@ -312,7 +313,16 @@ ExecutionTime RunVariation::execute(int rank, const std::vector<const Op*>& ops,
     chunk_max_.assign(chunks, 0.0);
     factors_.resize(count);
     collective_at_.assign(plan.collectives.size(), 0);
-    for (size_t i = 0; i < members; ++i) {
+    const bool uniform = !plan.kernel_noise && !m.thermal_ && kernel_seconds == nullptr;
+    if (uniform) {
+      // The same kernels at full clock: the slowest member's chunks are the group's (the same
+      // products as below, so the same result to the bit).
+      const double slowest = unit.max_slowdown * scale;
+      for (size_t c = 0; c < chunks; ++c) {
+        chunk_max_[c] = (plan.chunk_clock_s[c] * 1.0 + plan.chunk_other_s[c]) * slowest;
+      }
+    }
+    for (size_t i = 0; i < (uniform ? 0 : members); ++i) {
       const double inverse_clock = 1 / clock_[i];
       const double slowdown = unit.slowdown[i] * scale;
       if (plan.kernel_noise) {

@@ -115,6 +115,7 @@ class RunVariation {
   struct Unit {
     std::vector<int> gpus;  ///< the lockstep members' GPUs
     std::vector<double> slowdown;
+    double max_slowdown = 1;  ///< of `slowdown`
     std::vector<double> ambient_c, temperature_c;
     std::vector<uint64_t> kernel_keys;
     uint64_t comm_key = 0;
