@@ -441,6 +441,10 @@ SampleSet read_calibration_inputs(const std::vector<std::string>& paths,
 
 void read_calibration_input(const std::string& path, SampleSet& set) {
   const std::string ext = std::filesystem::path(path).extension().string();
+  if (ext == ".gz") {
+    fail_file(path, fmt::format("compressed files are not read: decompress it first (gunzip -k {})",
+                                path));
+  }
   if (ext == ".json") {
     read_kineto_trace(path, set);
   } else if (ext == ".csv") {

@@ -26,7 +26,8 @@ void read_samples_csv(const std::string& path, SampleSet& set);
 /// inter-node by the hosts of its "# Rank" lines.
 void read_nccl_tests_log(const std::string& path, SampleSet& set);
 
-/// Reads `path` by its extension: .json a trace, .csv samples, anything else an nccl-tests log.
+/// Reads `path` by its extension: .json a trace, .csv samples, anything else an nccl-tests log
+/// (.gz is refused with a hint to decompress).
 void read_calibration_input(const std::string& path, SampleSet& set);
 
 /// Reads every file (reporting the errors of all of them at once, as one InputError), then

@@ -129,6 +129,10 @@ same "no GPU kernels, and a negative duration" \
 $data/negative.csv:3:8: error: duration_us must be a positive number of microseconds, got '-1'" "$(cat "$tmp/err")"
 expect "missing file" 2 "$prismsim" calibrate "$tmp/absent.json" --out "$tmp/x.yaml"
 same "missing file message" "$tmp/absent.json: error: cannot read the file: No such file or directory" "$(cat "$tmp/err")"
+expect "compressed trace" 2 "$prismsim" calibrate "$tmp/rank0.pt.trace.json.gz" --out "$tmp/x.yaml"
+same "compressed trace message" \
+  "$tmp/rank0.pt.trace.json.gz: error: compressed files are not read: decompress it first (gunzip -k $tmp/rank0.pt.trace.json.gz)" \
+  "$(cat "$tmp/err")"
 expect "no inputs" 2 "$prismsim" calibrate --out "$tmp/x.yaml"
 expect "bad --class" 2 "$prismsim" calibrate "$tmp/samples.csv" --class 'mlp*=matmul'
 same "bad --class message" 1 "$(grep -c "invalid --class 'mlp\*=matmul'" "$tmp/err")"
