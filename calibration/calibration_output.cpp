@@ -39,7 +39,7 @@ std::string fit_summary(const SlowdownFit& f) {
   for (size_t i = 0; i < f.families.size(); ++i) {
     out += fmt::format("{} {} {:.4f}", i == 0 ? "" : ",", kFamilies[i], f.families[i].ks_distance);
   }
-  return out + " -> " + f.chosen;
+  return out + fmt::format(", empirical {:.4f} -> {}", f.empirical_ks, f.chosen);
 }
 
 std::string input_line(const InputSummary& in) {
@@ -81,10 +81,12 @@ std::string json_fit(const SlowdownFit& f) {
   }
   return fmt::format(
       R"({{"samples":{},"p50":{},"p95":{},"p99":{},"max":{},"chosen":"{}","distribution":{},)"
-      R"("ks":{},"families":[{}],"probabilities":[{}],"quantiles":[{}],"chosen_quantiles":[{}]}})",
+      R"("ks":{},"empirical_ks":{},"families":[{}],"probabilities":[{}],"quantiles":[{}],)"
+      R"("chosen_quantiles":[{}]}})",
       f.samples, json_number(f.p50), json_number(f.p95), json_number(f.p99), json_number(f.max), f.chosen,
       json_string(f.chosen == "empirical" ? "empirical" : distribution_yaml(f.distribution)),
-      json_number(f.ks_distance), families, probabilities, quantiles, chosen);
+      json_number(f.ks_distance), json_number(f.empirical_ks), families, probabilities, quantiles,
+      chosen);
 }
 
 }  // namespace
@@ -232,16 +234,18 @@ std::string calibration_report(const Calibration& c, const SampleSet& set) {
   std::string r = "inputs:\n";
   for (const InputSummary& in : set.inputs()) r += "  " + input_line(in) + "\n";
   r += calls_line(set);
-  r += fmt::format("\n{:<28} {:>5} {:>11} {:>7} {:>7} {:>7}  {:>7} {:>7} {:>7}  {}\n", "section entry",
-                   "sigs", "samples", "p50", "p95", "p99", "normal", "lognorm", "gamma", "chosen (KS)");
+  r += fmt::format("\n{:<28} {:>5} {:>11} {:>7} {:>7} {:>7}  {:>7} {:>7} {:>7} {:>7}  {}\n",
+                   "section entry", "sigs", "samples", "p50", "p95", "p99", "normal", "lognorm",
+                   "gamma", "empiric", "chosen (KS)");
   auto row = [](const std::string& name, std::string sigs, const SlowdownFit& f) {
     std::string ks;
     for (size_t i = 0; i < 3; ++i) {
       ks += i < f.families.size() ? fmt::format(" {:>7.4f}", f.families[i].ks_distance)
                                   : fmt::format(" {:>7}", "-");
     }
-    return fmt::format("{:<28} {:>5} {:>11} {:>7.4f} {:>7.4f} {:>7.4f} {}  {} ({:.4f})\n", name, sigs,
-                       thousands(f.samples), f.p50, f.p95, f.p99, ks, f.chosen, f.ks_distance);
+    return fmt::format("{:<28} {:>5} {:>11} {:>7.4f} {:>7.4f} {:>7.4f} {} {:>7.4f}  {} ({:.4f})\n",
+                       name, sigs, thousands(f.samples), f.p50, f.p95, f.p99, ks, f.empirical_ks,
+                       f.chosen, f.ks_distance);
   };
   for (const TargetFit& t : c.targets) r += row(t.target, std::to_string(t.signatures), t.fit);
   const SpatialFit& sp = c.spatial;

@@ -266,6 +266,13 @@ SlowdownFit fit_slowdowns(std::vector<double> slowdowns, const CalibrationOption
     out.distribution = DistributionSpec::constant_at(slowdowns.front());
     return out;
   }
+  // The empirical alternative: its quantile table, and how far that is from the sample (both are
+  // step functions: the two-sample distance handles their ties).
+  DistributionSpec empirical;
+  empirical.family = DistributionSpec::Family::empirical;
+  midpoint_quantiles(slowdowns, std::min(options.empirical_points, slowdowns.size()), nullptr,
+                     &empirical.samples);
+  out.empirical_ks = ks_distance(slowdowns, empirical.samples);
   out.families = floored_families(slowdowns);
   const size_t best = best_family(out.families);
   const double accept =
@@ -285,11 +292,8 @@ SlowdownFit fit_slowdowns(std::vector<double> slowdowns, const CalibrationOption
     return out;
   }
   out.chosen = "empirical";
-  out.distribution.family = DistributionSpec::Family::empirical;
-  midpoint_quantiles(slowdowns, std::min(options.empirical_points, slowdowns.size()), nullptr,
-                     &out.distribution.samples);
-  // Both are step functions: the two-sample distance handles their ties.
-  out.ks_distance = ks_distance(slowdowns, out.distribution.samples);
+  out.distribution = std::move(empirical);
+  out.ks_distance = out.empirical_ks;
   return out;
 }
 

@@ -29,7 +29,8 @@ struct SlowdownFit {
   std::vector<Fit> families;                  ///< normal (floored), lognormal, gamma when fitted
   std::string chosen;  ///< family name, FAMILY+tail (a mixture), "empirical" or "constant"
   DistributionSpec distribution;              ///< what the section uses
-  double ks_distance = 0;                     ///< of the chosen distribution (0 for empirical)
+  double ks_distance = 0;                     ///< of the chosen distribution
+  double empirical_ks = 0;  ///< of the empirical alternative (the quantile table kept if chosen)
   /// For plots: probabilities and the sample's quantiles at them.
   std::vector<double> probabilities, quantiles;
 };
