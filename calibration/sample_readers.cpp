@@ -8,6 +8,7 @@
 #include <fstream>
 #include <limits>
 #include <map>
+#include <optional>
 #include <memory>
 #include <sstream>
 #include <unordered_map>
@@ -58,7 +59,7 @@ std::vector<int> integers_in(std::string_view text) {
 
 /// The fields of one trace event that calibration reads.
 struct TraceEvent {
-  std::string ph, cat, name, stream_text, dtype, collective_name, shape;
+  std::string ph, cat, name, dtype, collective_name, shape;
   double dur = std::numeric_limits<double>::quiet_NaN();
   double ts = 0;
   double device = -1, pid = -1, tid = -1, stream = -1;
@@ -88,7 +89,11 @@ class KinetoReader {
         } else if (key == "distributedInfo" && json_.peek() == '{') {
           json_.object([&](const std::string& k) {
             if (k == "rank") {
-              rank_ = static_cast<int>(json_.number());
+              const double rank = json_.number();
+              if (!(rank >= 0 && rank < 1e9) || rank != std::floor(rank)) {
+                json_.fail("\"rank\" must be a non-negative integer");
+              }
+              rank_ = static_cast<int>(rank);
             } else {
               json_.skip_value();
             }
@@ -143,10 +148,13 @@ class KinetoReader {
       }
       const int device = static_cast<int>(e.device >= 0 ? e.device : e.pid);
       const double seconds = e.dur * 1e-6;
-      if (auto info = e.name.size() >= 4 && strncasecmp(e.name.c_str(), "nccl", 4) == 0
-                          ? collective_from_name(e.collective_name.empty() ? e.name : e.collective_name)
-                          : std::nullopt) {
-        if (info->op == "nccl") info = collective_from_name(e.name);
+      std::optional<CollectiveInfo> info;
+      if (e.name.size() >= 4 && strncasecmp(e.name.c_str(), "nccl", 4) == 0) {
+        // The profiler's name of the collective, else the kernel's (never empty for NCCL's).
+        if (!e.collective_name.empty()) info = collective_from_name(e.collective_name);
+        if (!info) info = collective_from_name(e.name);
+      }
+      if (info) {
         info->bytes = std::max(e.in_nelems, e.out_nelems) * dtype_bytes(e.dtype);
         if (!e.group_ranks.empty()) {
           info->scope = scope_of_ranks(e.group_ranks, set_.options().gpus_per_node);
