@@ -14,8 +14,6 @@
 namespace prismsim {
 namespace {
 
-const char* const kFamilies[] = {"normal", "lognormal", "gamma"};
-
 std::string number(double v) { return fmt::format("{:.6g}", v); }
 /// A JSON number; null when it is not finite (a log-likelihood of -inf).
 std::string json_number(double v) { return std::isfinite(v) ? number(v) : "null"; }
@@ -37,7 +35,7 @@ std::string fit_summary(const SlowdownFit& f) {
   if (f.families.empty()) return out + ": " + f.chosen;
   out += "; KS";
   for (size_t i = 0; i < f.families.size(); ++i) {
-    out += fmt::format("{} {} {:.4f}", i == 0 ? "" : ",", kFamilies[i], f.families[i].ks_distance);
+    out += fmt::format("{} {} {:.4f}", i == 0 ? "" : ",", kFamilyNames[i], f.families[i].ks_distance);
   }
   return out + fmt::format(", empirical {:.4f} -> {}", f.empirical_ks, f.chosen);
 }
@@ -70,7 +68,7 @@ std::string json_fit(const SlowdownFit& f) {
     }
     families += fmt::format(
         R"({}{{"family":"{}","distribution":{},"ks":{},"log_likelihood":{},"quantiles":[{}]}})",
-        i == 0 ? "" : ",", kFamilies[i], json_string(distribution_yaml(f.families[i].distribution)),
+        i == 0 ? "" : ",", kFamilyNames[i], json_string(distribution_yaml(f.families[i].distribution)),
         json_number(f.families[i].ks_distance), json_number(f.families[i].log_likelihood), quantiles);
   }
   std::string probabilities, quantiles, chosen;

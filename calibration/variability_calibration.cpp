@@ -66,8 +66,6 @@ std::vector<double> robust_z(const std::vector<double>& logs) {
   return z;
 }
 
-const char* const kFamilyNames[] = {"normal", "lognormal", "gamma"};
-
 /// The families fitted to `sorted` (ascending), the normal truncated well below the smallest
 /// value so that a slowdown stays positive.
 std::vector<Fit> floored_families(const std::vector<double>& sorted) {

@@ -22,6 +22,9 @@ struct CalibrationOptions {
   size_t min_gpus = 8;                ///< GPUs needed to fit the spatial (per-GPU) variation
 };
 
+/// The families fitted, in the order of SlowdownFit::families (fit_families' order).
+inline constexpr const char* kFamilyNames[] = {"normal", "lognormal", "gamma"};
+
 /// A sample of slowdowns and the distribution chosen for it.
 struct SlowdownFit {
   size_t samples = 0;
