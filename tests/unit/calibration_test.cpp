@@ -118,6 +118,29 @@ TEST_CASE("a Kineto trace gives kernels by GPU and collective calls matched acro
   CHECK(set.inputs()[0].ignored == 1);
 }
 
+TEST_CASE("with by_shape, a kernel's signature has its launching operator's input shapes") {
+  const std::string trace = R"j({"traceEvents": [
+    {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "ts": 0, "dur": 5,
+     "args": {"External id": 1, "Input Dims": [[8, 16], [16, 32]]}},
+    {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "ts": 10, "dur": 5,
+     "args": {"External id": 2, "Input Dims": [[8, 16], [16, 64]]}},
+    {"ph": "X", "cat": "kernel", "name": "gemm", "ts": 1, "dur": 3, "args": {"External id": 1, "stream": 7}},
+    {"ph": "X", "cat": "kernel", "name": "gemm", "ts": 11, "dur": 4, "args": {"External id": 2, "stream": 13}}]})j";
+  const std::string path = temp_file("shapes.json", trace);
+  SignatureOptions by_shape;
+  by_shape.by_shape = true;
+  const SampleSet shaped = read_calibration_inputs({path}, by_shape);
+  REQUIRE(shaped.signatures().size() == 2);
+  CHECK(shaped.signatures()[0].name == "gemm [[8,16],[16,32]]");
+  CHECK(shaped.signatures()[1].name == "gemm [[8,16],[16,64]]");
+  SignatureOptions by_stream;
+  by_stream.by_stream = true;
+  const SampleSet streamed = read_calibration_inputs({path}, by_stream);
+  REQUIRE(streamed.signatures().size() == 2);
+  CHECK(streamed.signatures()[1].name == "gemm stream 13");
+  CHECK(read_calibration_inputs({path}, SignatureOptions{}).signatures().size() == 1);
+}
+
 TEST_CASE("bad traces and sample files are reported with file, line and column") {
   SignatureOptions options;
   SampleSet set(options);
