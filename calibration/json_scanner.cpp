@@ -103,13 +103,13 @@ std::string_view JsonScanner::string() {
       case 'n': scratch_ += '\n'; break;
       case 'r': scratch_ += '\r'; break;
       case 't': scratch_ += '\t'; break;
-      case 'u': {
+      case 'u': {  // four hexadecimal digits (a surrogate pair stays two code points)
         unsigned code = 0;
-        const auto [end, error] =
-            i + 4 < raw.size() + 1
-                ? std::from_chars(raw.data() + i + 1, raw.data() + std::min(raw.size(), i + 5), code, 16)
-                : std::from_chars_result{nullptr, std::errc::invalid_argument};
-        if (error != std::errc() || end != raw.data() + i + 5) {
+        const char* digits = raw.data() + i + 1;
+        const auto [end, error] = i + 4 < raw.size()
+                                      ? std::from_chars(digits, digits + 4, code, 16)
+                                      : std::from_chars_result{digits, std::errc::invalid_argument};
+        if (error != std::errc() || end != digits + 4) {
           fail_at(start + i - 1, "invalid \\u escape: expected four hexadecimal digits");
         }
         append_utf8(scratch_, code);
