@@ -44,7 +44,8 @@ std::string input_line(const InputSummary& in) {
   std::string out = fmt::format("{}: {}, {} samples", in.path, in.format, thousands(in.samples));
   if (in.ignored > 0) out += fmt::format(", {} other events ignored", thousands(in.ignored));
   if (in.zero_length > 0) {
-    out += fmt::format(", {} zero-length kernels skipped", thousands(in.zero_length));
+    out += fmt::format(", {} zero-length kernels skipped (the first at {})",
+                       thousands(in.zero_length), in.first_zero_length);
   }
   return out;
 }

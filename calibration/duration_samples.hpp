@@ -40,6 +40,7 @@ struct InputSummary {
   size_t samples = 0;
   size_t ignored = 0;      ///< events that are not GPU kernels (CPU ops, memcpy, ...)
   size_t zero_length = 0;  ///< GPU kernels of zero duration (profiler rounding), skipped
+  std::string first_zero_length;  ///< "file:line:col" of the first of them
 };
 
 /// Options that decide signatures and identities.

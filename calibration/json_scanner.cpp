@@ -36,14 +36,18 @@ JsonScanner::JsonScanner(std::string_view text, std::string path)
 
 void JsonScanner::fail(const std::string& message) const { fail_at(at_, message); }
 
-void JsonScanner::fail_at(size_t at, const std::string& message) const {
+SourceLoc JsonScanner::where(size_t at) const {
   at = std::min(at, text_.size());
   const std::string_view before = text_.substr(0, at);
   const size_t line_start = before.rfind('\n');
   const int line = 1 + static_cast<int>(std::count(before.begin(), before.end(), '\n'));
   const int column =
       static_cast<int>(line_start == std::string_view::npos ? at + 1 : at - line_start);
-  throw InputError({Diagnostic{SourceLoc{path_, line, column}, message}});
+  return SourceLoc{path_, line, column};
+}
+
+void JsonScanner::fail_at(size_t at, const std::string& message) const {
+  throw InputError({Diagnostic{where(at), message}});
 }
 
 void JsonScanner::skip_spaces() {

@@ -4,6 +4,8 @@
 #include <string>
 #include <string_view>
 
+#include "core/diagnostics.hpp"
+
 namespace prismsim {
 
 /// A pull scanner over JSON text held in memory: the caller walks the structure it expects and
@@ -48,6 +50,8 @@ class JsonScanner {
     while (consume(','));
     expect(']', "',' or ']'");
   }
+  /// Where byte offset `at` is: the file, line and column.
+  SourceLoc where(size_t at) const;
   /// Throws InputError "path:line:col: error: message" at the current position.
   [[noreturn]] void fail(const std::string& message) const;
   /// Same, at byte offset `at`.

@@ -143,7 +143,7 @@ class KinetoReader {
       }
       ++kernels_;
       if (e.dur == 0) {
-        ++summary_.zero_length;
+        if (summary_.zero_length++ == 0) summary_.first_zero_length = json_.where(start).str();
         return;
       }
       const int device = static_cast<int>(e.device >= 0 ? e.device : e.pid);
@@ -408,7 +408,7 @@ void read_samples_csv(const std::string& path, SampleSet& set) {
     diags.error(SourceLoc{file, line_no, 1}, "no samples after the header");
   }
   diags.throw_if_any();
-  set.add_input({path, "samples csv", samples, 0, 0});
+  set.add_input({path, "samples csv", samples, 0, 0, ""});
 }
 
 void read_nccl_tests_log(const std::string& path, SampleSet& set) {
@@ -428,7 +428,7 @@ void read_nccl_tests_log(const std::string& path, SampleSet& set) {
       ++samples;
     }
   }
-  set.add_input({path, "nccl-tests log", samples, 0, 0});
+  set.add_input({path, "nccl-tests log", samples, 0, 0, ""});
 }
 
 SampleSet read_calibration_inputs(const std::vector<std::string>& paths,

@@ -115,6 +115,7 @@ TEST_CASE("a Kineto trace gives kernels by GPU and collective calls matched acro
   CHECK(set.matched_calls() == 1);
   CHECK(set.gpu_ids() == std::vector<std::string>{"rank 0", "rank 1"});
   CHECK(set.inputs()[0].zero_length == 1);
+  CHECK(set.inputs()[0].first_zero_length.ends_with("rank0.json:1:571"));
   CHECK(set.inputs()[0].ignored == 1);
 }
 
