@@ -165,7 +165,7 @@ void write_variability_section(const Calibration& c, const SampleSet& set, const
       "# or the empirical pool when none is close enough. Thermal state and network regimes are\n"
       "# not fitted.\n",
       fitted, skipped);
-  std::map<std::string, std::string> kernels, jitter, transfers;
+  std::map<std::string, std::string> kernels, jitter, transfers;  // entry text by key
   for (const TargetFit& t : c.targets) {
     const std::string key = entry_key(t.target);
     const auto text = [&](const char* indent) {
@@ -174,14 +174,10 @@ void write_variability_section(const Calibration& c, const SampleSet& set, const
     };
     if (t.target.rfind("kernels.", 0) == 0) {
       kernels[key] = text("  ");
-    } else if (t.target.rfind("network.", 0) == 0) {
+    } else if (t.target.rfind("network.jitter.", 0) == 0) {
       jitter[key] = text("    ");
     } else {
-      transfers[key] = fmt::format("#   {}: {} ({} signature{}, {})\n", key,
-                                   t.fit.chosen == "empirical" ? "empirical (see the report)"
-                                                               : distribution_yaml(t.fit.distribution),
-                                   t.signatures, t.signatures == 1 ? "" : "s",
-                                   fit_summary(t.fit));
+      transfers[key] = text("    ");
     }
   }
   if (!kernels.empty()) {
@@ -214,13 +210,14 @@ void write_variability_section(const Calibration& c, const SampleSet& set, const
   for (const Outlier& o : sp.slow_gpus) {
     y += fmt::format("# slow GPU: {}, {:.4f}x the median (z {:.1f})\n", o.id, o.slowdown, o.z);
   }
+  if (!jitter.empty() || !transfers.empty()) y += "network:\n";
   if (!jitter.empty()) {
-    y += "network:\n  jitter:\n";
+    y += "  jitter:\n";
     for (const auto& [key, text] : jitter) y += text;
   }
   if (!transfers.empty()) {
-    y += "# Pipeline transfers (send/receive) without the waits set apart as bubble; prismsim\n"
-         "# does not jitter point-to-point transfers, so these are for reference:\n";
+    y += "  # Point-to-point transfers (pipeline send/receive), without the waits in the bubble\n"
+         "  transfer_jitter:\n";
     for (const auto& [key, text] : transfers) y += text;
   }
   std::ofstream out(path, std::ios::binary);

@@ -385,7 +385,8 @@ Calibration calibrate(const SampleSet& set, const CalibrationOptions& options) {
       }
       fit.target = "kernels." + sig.kernel_class;
     } else if (sig.scope) {
-      fit.target = fmt::format("{}.{}", sig.kind == SampleKind::p2p ? "transfers" : "network.jitter",
+      fit.target = fmt::format("network.{}.{}",
+                               sig.kind == SampleKind::p2p ? "transfer_jitter" : "jitter",
                                to_string(*sig.scope));
     }
     fit.nominal_s = median_of(durations);

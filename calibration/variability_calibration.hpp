@@ -68,7 +68,7 @@ struct SpatialFit {
 
 /// An entry of the fitted section and the signatures it pools.
 struct TargetFit {
-  std::string target;  ///< "kernels.gemm", "network.jitter.inter_node", "transfers.inter_node"
+  std::string target;  ///< "kernels.gemm", "network.jitter.inter_node", "network.transfer_jitter.intra_node"
   size_t signatures = 0;
   SlowdownFit fit;
 };

@@ -386,11 +386,14 @@ void read_network(MapReader& parent, VariabilitySpec& v) {
   const ConfigNode* node = parent.map("network", false);
   if (node == nullptr) return;
   MapReader r(*node, parent.path_of("network"), parent.diags());
-  if (const ConfigNode* jitter = r.map("jitter", false)) {
-    MapReader j(*jitter, r.path_of("jitter"), r.diags());
+  for (const auto& [key, by_scope] : {std::pair{"jitter", &v.jitter},
+                                       std::pair{"transfer_jitter", &v.transfer_jitter}}) {
+    const ConfigNode* jitter = r.map(key, false);
+    if (jitter == nullptr) continue;
+    MapReader j(*jitter, r.path_of(key), r.diags());
     for (CommScope scope :
          {CommScope::intra_node, CommScope::inter_node, CommScope::cross_datacenter}) {
-      if (auto d = distribution_at(j, to_string(scope))) v.jitter[scope] = *d;
+      if (auto d = distribution_at(j, to_string(scope))) (*by_scope)[scope] = *d;
     }
     j.finish();
   }

@@ -25,6 +25,7 @@ std::vector<std::string> VariabilitySpec::sources() const {
   if (!slow_nodes.empty() || random_slow_node_probability > 0) out.push_back("slow_nodes");
   if (has_thermal) out.push_back("thermal");
   if (!jitter.empty()) out.push_back("network_jitter");
+  if (!transfer_jitter.empty()) out.push_back("transfer_jitter");
   if (!regimes.empty()) out.push_back("network_regimes");
   if (has_wan_rtt) out.push_back("wan_rtt");
   return out;
@@ -46,6 +47,8 @@ VariabilitySpec VariabilitySpec::without(const std::string& source) const {
     v.has_thermal = false;
   } else if (source == "network_jitter") {
     v.jitter.clear();
+  } else if (source == "transfer_jitter") {
+    v.transfer_jitter.clear();
   } else if (source == "network_regimes") {
     v.regimes.clear();
   } else if (source == "wan_rtt") {

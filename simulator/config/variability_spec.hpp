@@ -102,12 +102,15 @@ struct VariabilitySpec {
   /// Per-collective slowdowns by scope (draws below 1 count as 1: the fabric model is the
   /// fastest a collective can run).
   std::map<CommScope, DistributionSpec> jitter;
+  /// Per point-to-point transfer (pipeline sends) by scope: the transfer's size, hence its
+  /// bandwidth time, is multiplied by the draw (draws below 1 count as 1).
+  std::map<CommScope, DistributionSpec> transfer_jitter;
   std::vector<RegimeSpec> regimes;  ///< empty: none
   bool has_wan_rtt = false;
   DistributionSpec wan_rtt_s;  ///< round-trip time of each WAN link, drawn per run
 
   /// The sources present, by name ("kernels", "gpus", "slow_nodes", "thermal",
-  /// "network_jitter", "network_regimes", "wan_rtt"), for attribution.
+  /// "network_jitter", "transfer_jitter", "network_regimes", "wan_rtt"), for attribution.
   std::vector<std::string> sources() const;
   /// This spec without one source (a name from sources()).
   VariabilitySpec without(const std::string& source) const;

@@ -241,7 +241,11 @@ void Simulation::stream_main(int rank, int stream) {
         }
         case Op::Kind::send: {
           sg4::Mailbox* box = sg4::Mailbox::by_name(fmt::format("p{}>{}", rank, op.peer));
-          sends.push_back(box->put_async(&payload_tag, static_cast<uint64_t>(op.bytes)));
+          // Transfer jitter stretches the transfer's bandwidth time: its size grows.
+          const double bytes =
+              variation_ != nullptr ? op.bytes * variation_->transfer_slowdown(rank, op.peer)
+                                    : op.bytes;
+          sends.push_back(box->put_async(&payload_tag, static_cast<uint64_t>(bytes)));
           ++counters_.transfers;
           break;
         }

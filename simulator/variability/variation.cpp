@@ -23,6 +23,7 @@ enum class Purpose : uint64_t {
   ambient,
   regime,
   wan_rtt,
+  transfer,
 };
 
 /// Key of the streams of one purpose in one run.
@@ -56,6 +57,7 @@ VariationModel::VariationModel(const VariabilitySpec& spec, const Scenario& scen
   active_ = !spec_.empty();
   if (!active_) return;
   for (const auto& [scope, d] : spec_.jitter) jitter_[scope] = sampler_for(d);
+  for (const auto& [scope, d] : spec_.transfer_jitter) transfer_jitter_[scope] = sampler_for(d);
   for (const Segment& segment : job.segments) segment_plans_.push_back(plan(segment.kernels));
   plain_plan_ = plan({Kernel{"layer", KernelClass::gemm, 1.0}});
 
@@ -398,6 +400,25 @@ double RunVariation::collective_slowdown(int group, int position) {
   for (int copy : m.group_copies_[static_cast<size_t>(group)]) {
     slowdown = std::max(slowdown, m.samplers_[static_cast<size_t>(sampler)].draw(
                                       word(key, static_cast<uint64_t>(copy), index)));
+  }
+  return slowdown;
+}
+
+double RunVariation::transfer_slowdown(int rank, int peer) {
+  const VariationModel& m = model_;
+  if (m.transfer_jitter_.empty()) return 1.0;
+  const auto& gpu_of = m.job_.gpu_of_rank;
+  const auto it = m.transfer_jitter_.find(m.topology_.scope_of(
+      {gpu_of[static_cast<size_t>(rank)], gpu_of[static_cast<size_t>(peer)]}));
+  if (it == m.transfer_jitter_.end()) return 1.0;
+  Unit& unit = units_[static_cast<size_t>(rank)];
+  const uint64_t index = unit.transfers++;
+  const uint64_t key = stream_key(seed_, Purpose::transfer);
+  // The rank stands for its lockstep group: each member sends its own part; the slowest counts.
+  double slowdown = 1.0;
+  for (int gpu : unit.gpus) {
+    slowdown = std::max(slowdown, m.samplers_[static_cast<size_t>(it->second)].draw(
+                                      word(key, static_cast<uint64_t>(gpu), index)));
   }
   return slowdown;
 }

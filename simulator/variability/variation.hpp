@@ -73,6 +73,7 @@ class VariationModel {
   std::vector<SegmentPlan> segment_plans_;
   SegmentPlan plain_plan_;  ///< compute ops given by seconds (layer stacks)
   std::map<CommScope, int> jitter_;
+  std::map<CommScope, int> transfer_jitter_;
   std::vector<int> group_jitter_;               ///< per job group: sampler, or -1
   std::vector<std::vector<int>> group_copies_;  ///< per simulated group: groups it stands for
   std::vector<double> regime_cdf_;
@@ -104,6 +105,8 @@ class RunVariation {
   const std::vector<int>& member_gpus(int rank) const { return units_[static_cast<size_t>(rank)].gpus; }
   /// Slowdown (>= 1) of the next call on network group `group` by its member at `position`.
   double collective_slowdown(int group, int position);
+  /// Factor (>= 1) multiplying the size of simulated rank `rank`'s next transfer to `peer`.
+  double transfer_slowdown(int rank, int peer);
   /// Factor dividing inter-node bandwidth during step `step` (1 without regimes).
   double regime(int step) const;
   /// One-way latency of each WAN link in this run, from its round-trip draw: (link, seconds).
@@ -120,6 +123,7 @@ class RunVariation {
     std::vector<uint64_t> kernel_keys;
     uint64_t comm_key = 0;
     uint64_t executions = 0;
+    uint64_t transfers = 0;
     double updated_s = 0;
     bool varies = false;
   };

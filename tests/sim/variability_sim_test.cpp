@@ -118,6 +118,29 @@ TEST_CASE("collective jitter stretches a network collective by its slowdown") {
   CHECK(slow - compute == doctest::Approx(1.5 * (step - compute)).epsilon(1e-9));
 }
 
+TEST_CASE("transfer jitter stretches a pipeline transfer's bandwidth time by its slowdown") {
+  // Two pipeline stages in one node, one microbatch: the step's critical path holds the forward
+  // transfer and the backward one, so it grows linearly with the transfers' slowdown.
+  const std::vector<std::string> base = {"simulation.steps=1", "parallelism.gpus=2",
+                                         "parallelism.tp=1", "parallelism.dp=1", "parallelism.pp=2",
+                                         "workload.global_batch=1", "workload.microbatch=1"};
+  const auto step_with = [&](const std::string& slowdown) {
+    auto overrides = base;
+    overrides.push_back("variability={network: {transfer_jitter: {intra_node: " + slowdown + "}}}");
+    return step_of(load_scenario(kTinyGpt, overrides));
+  };
+  const double plain = step_of(load_scenario(kTinyGpt, base));
+  CHECK(step_with("1") == plain);
+  CHECK(step_with("0.5") == plain);  // draws below 1 count as 1
+  const double twice = step_with("2"), thrice = step_with("3");
+  CHECK(twice > plain);
+  CHECK(thrice - twice == doctest::Approx(twice - plain).epsilon(1e-6));
+  // Other scopes' jitter leaves these transfers alone.
+  auto inter = base;
+  inter.push_back("variability={network: {transfer_jitter: {inter_node: 3}}}");
+  CHECK(step_of(load_scenario(kTinyGpt, inter)) == plain);
+}
+
 TEST_CASE("a network regime divides inter-node bandwidth during its steps") {
   const std::vector<std::string> base = {"simulation.steps=1", "parallelism.gpus=16",
                                          "parallelism.dp=16", "engine.collective_fidelity=coarse"};

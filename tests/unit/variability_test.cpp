@@ -137,6 +137,12 @@ TEST_CASE("a variability section is read with its parameters normalised") {
   CHECK_FALSE(no_thermal.has_thermal);
   CHECK(no_thermal.sources().size() == 5);
   CHECK(no_thermal.kernel_classes.size() == v.kernel_classes.size());
+  const Scenario t = tiny(PRISMSIM_SOURCE_DIR "/workloads/variability/h100-all-sources.yaml",
+                          {"variability.network.transfer_jitter={inter_node: {lognormal: "
+                           "{median: 1, sigma: 0.1}}}"});
+  CHECK(t.variability.transfer_jitter.count(CommScope::inter_node) == 1);
+  CHECK(t.variability.sources().size() == 7);
+  CHECK(t.variability.without("transfer_jitter").sources() == v.sources());
 }
 
 TEST_CASE("an empirical distribution reads its samples from a file, one per line") {
