@@ -197,9 +197,9 @@ uint32_t SampleSet::collective_signature(const CollectiveInfo& info) {
   return intern(std::move(s));
 }
 
-void SampleSet::add_call(const CollectiveInfo& info, const std::string& group, uint64_t seq,
-                         double seconds) {
-  auto [it, added] = calls_.try_emplace({group, seq});
+void SampleSet::add_call(const CollectiveInfo& info, const std::string& group, int window,
+                         uint64_t seq, double seconds) {
+  auto [it, added] = calls_.try_emplace({group, window, seq});
   Call& call = it->second;
   if (added) {
     call.info = info;

@@ -5,6 +5,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -79,9 +80,13 @@ class SampleSet {
     samples_.push_back({signature, gpu, seconds});
   }
   void add_input(InputSummary input) { inputs_.push_back(std::move(input)); }
-  /// One member's duration of the `seq`-th call on the group of ranks `group` (its key): calls
-  /// are matched across ranks by `match_calls`.
-  void add_call(const CollectiveInfo& info, const std::string& group, uint64_t seq, double seconds);
+  /// One member's duration of the `seq`-th call on the group of ranks `group` (its key) in the
+  /// member's `window`-th trace: calls are matched across ranks by `match_calls`.
+  void add_call(const CollectiveInfo& info, const std::string& group, int window, uint64_t seq,
+                double seconds);
+  /// How many traces of rank `rank` were read before this one (profiling windows of one run,
+  /// in the order given: the n-th window of every rank is the same).
+  int next_window(int rank) { return windows_of_rank_[rank]++; }
   /// Turns every call seen on several ranks into one sample: the shortest of its members'
   /// durations, since the last member to arrive waits for no one and measures the collective
   /// itself. A call seen on one rank only gives that rank's duration.
@@ -116,7 +121,8 @@ class SampleSet {
     double shortest_s = 0;
     size_t members = 0;
   };
-  std::map<std::pair<std::string, uint64_t>, Call> calls_;
+  std::map<std::tuple<std::string, int, uint64_t>, Call> calls_;
+  std::map<int, int> windows_of_rank_;
   size_t matched_calls_ = 0, unmatched_calls_ = 0;
 };
 

@@ -246,9 +246,10 @@ class KinetoReader {
     std::stable_sort(collectives_.begin(), collectives_.end(),
                      [](const auto& a, const auto& b) { return a.start_us < b.start_us; });
     std::map<std::string, uint64_t> calls_of_group;
+    const int window = rank_ >= 0 ? set_.next_window(rank_) : 0;
     for (const PendingCollective& c : collectives_) {
       if (rank_ >= 0 && !c.group.empty() && c.info.kind == SampleKind::collective) {
-        set_.add_call(c.info, c.group, calls_of_group[c.group]++, c.seconds);
+        set_.add_call(c.info, c.group, window, calls_of_group[c.group]++, c.seconds);
       } else {
         set_.add(set_.collective_signature(c.info), gpu(c.device), c.seconds);
       }

@@ -117,6 +117,21 @@ TEST_CASE("a Kineto trace gives kernels by GPU and collective calls matched acro
   CHECK(set.inputs()[0].zero_length == 1);
   CHECK(set.inputs()[0].first_zero_length.ends_with("rank0.json:1:571"));
   CHECK(set.inputs()[0].ignored == 1);
+
+  // Two profiling windows of each rank: the n-th trace of every rank holds the same calls.
+  const SampleSet windows = read_calibration_inputs(
+      {temp_file("w1-rank0.json", trace(0, 10, 50)), temp_file("w1-rank1.json", trace(1, 12, 20)),
+       temp_file("w2-rank0.json", trace(0, 10, 30)), temp_file("w2-rank1.json", trace(1, 12, 40))},
+      options);
+  CHECK(windows.matched_calls() == 2);
+  std::vector<double> calls;
+  for (const DurationSample& d : windows.samples()) {
+    if (d.signature == 1) calls.push_back(d.seconds);
+  }
+  std::sort(calls.begin(), calls.end());
+  REQUIRE(calls.size() == 2);
+  CHECK(calls[0] == doctest::Approx(20e-6));
+  CHECK(calls[1] == doctest::Approx(30e-6));
 }
 
 TEST_CASE("with by_shape, a kernel's signature has its launching operator's input shapes") {
