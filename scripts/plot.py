@@ -709,7 +709,7 @@ def calibration_fit(fit, where):
         checked.append((chosen, ks if isinstance(ks, (int, float)) else None, values))
     samples = fit.get("samples")
     return {"samples": samples if isinstance(samples, int) else len(quantiles),
-            "chosen": str(fit.get("chosen", "?")), "probabilities": probabilities,
+            "chosen": chosen, "probabilities": probabilities,
             "quantiles": quantiles, "families": checked}
 
 
