@@ -324,8 +324,7 @@ void read_kineto_trace(const std::string& path, SampleSet& set) {
 
 void read_samples_csv(const std::string& path, SampleSet& set) {
   const auto file = std::make_shared<const std::string>(path);
-  std::ifstream in(path);
-  if (!in || std::filesystem::is_directory(path)) fail_file(path, "cannot read the file");
+  std::istringstream in(read_whole_file(path));
   Diagnostics diags;
   enum Column { name, duration, gpu, node, step };
   const std::vector<std::string> known = {"name", "duration_us", "gpu", "node", "step"};

@@ -37,21 +37,13 @@ double median_of(std::vector<double> v) {
   return (*std::max_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(mid)) + upper) / 2;
 }
 
-/// Linear interpolation between order statistics of `sorted` at probability p.
-double quantile_of_sorted(const std::vector<double>& sorted, double p) {
-  const double at = p * static_cast<double>(sorted.size() - 1);
-  const size_t i = static_cast<size_t>(at);
-  if (i + 1 >= sorted.size()) return sorted.back();
-  return sorted[i] + (at - static_cast<double>(i)) * (sorted[i + 1] - sorted[i]);
-}
-
 /// Quantiles at the midpoints (i + 0.5) / k of k equal slices.
 void midpoint_quantiles(const std::vector<double>& sorted, size_t k, std::vector<double>* p,
                         std::vector<double>* q) {
   for (size_t i = 0; i < k; ++i) {
     const double prob = (static_cast<double>(i) + 0.5) / static_cast<double>(k);
     if (p != nullptr) p->push_back(prob);
-    q->push_back(quantile_of_sorted(sorted, prob));
+    q->push_back(quantile_sorted(sorted, prob));
   }
 }
 
@@ -253,9 +245,9 @@ SlowdownFit fit_slowdowns(std::vector<double> slowdowns, const CalibrationOption
   std::sort(slowdowns.begin(), slowdowns.end());
   SlowdownFit out;
   out.samples = slowdowns.size();
-  out.p50 = quantile_of_sorted(slowdowns, 0.5);
-  out.p95 = quantile_of_sorted(slowdowns, 0.95);
-  out.p99 = quantile_of_sorted(slowdowns, 0.99);
+  out.p50 = quantile_sorted(slowdowns, 0.5);
+  out.p95 = quantile_sorted(slowdowns, 0.95);
+  out.p99 = quantile_sorted(slowdowns, 0.99);
   out.max = slowdowns.back();
   midpoint_quantiles(slowdowns, std::min(kPlotPoints, slowdowns.size()), &out.probabilities,
                      &out.quantiles);

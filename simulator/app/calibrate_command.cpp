@@ -5,7 +5,6 @@
 
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <set>
 #include <string>
@@ -139,13 +138,6 @@ std::string command_line(int argc, char** argv) {
   return out;
 }
 
-void write_text(const std::string& path, const std::string& text) {
-  std::ofstream out(path, std::ios::binary);
-  out << text;
-  out.close();
-  if (!out) throw UsageError(fmt::format("cannot write '{}'", path));
-}
-
 /// Runs the plotting script on DIR/calibration.json; false when it fails.
 bool draw_plots(const std::string& dir) {
   const char* script_env = std::getenv("PRISMSIM_PLOT_SCRIPT");
@@ -182,16 +174,17 @@ int calibrate_command(int argc, char** argv) {
   write_variability_section(calibration, set, o.out, command_line(argc, argv));
   std::cout << calibration_report(calibration, set);
   std::cout << fmt::format("\nwrote {}\n", o.out);
+  const std::string json =
+      o.report.empty() && o.plots.empty() ? "" : calibration_json(calibration, set);
   if (!o.report.empty()) {
-    write_text(o.report, calibration_json(calibration, set));
+    write_file(o.report, json);
     std::cout << fmt::format("wrote {}\n", o.report);
   }
   if (!o.plots.empty()) {
     std::error_code ec;
     std::filesystem::create_directories(o.plots, ec);
     if (ec) throw UsageError(fmt::format("cannot create plot directory '{}'", o.plots));
-    write_text((std::filesystem::path(o.plots) / "calibration.json").string(),
-               calibration_json(calibration, set));
+    write_file(std::filesystem::path(o.plots) / "calibration.json", json);
     if (!draw_plots(o.plots)) {
       std::cerr << fmt::format("prismsim: error: the plotting script failed; {}/calibration.json "
                                "is kept (python3 scripts/plot.py calibration {}/calibration.json)\n",
