@@ -25,8 +25,9 @@ std::vector<FitKnob> collective_knobs(PlatformSpec& platform);
 /// The model's predicted time for each point of `log`, with `platform` as it is.
 std::vector<double> predict_log(const PlatformSpec& platform, CollectiveOp op, const NcclLog& log);
 
-/// Fits the knobs to the logs by minimising the mean squared log error of predicted time (each
-/// log weighing the same); returns the fitted platform. Deterministic.
+/// Fits the knobs to the logs by minimising the mean sixth power of the log error of predicted
+/// time in units of the size's tolerance (each log weighing the same); returns the fitted
+/// platform. Deterministic.
 PlatformSpec fit_collectives(PlatformSpec platform, CollectiveOp op,
                              const std::vector<NcclLog>& logs);
 
