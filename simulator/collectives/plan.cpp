@@ -141,47 +141,10 @@ class RingPlan final : public CollectivePlan {
 /// (2 (n-1) hops), as NCCL builds it. Each tree is one lane.
 class TreePlan final : public CollectivePlan {
  public:
-  TreePlan(const GroupLayout& layout, double bytes) {
+  TreePlan(const CollectivePlanner& planner, double bytes)
+      : trees_{&planner.tree(0), &planner.tree(1)}, depth_(planner.tree_depth()) {
     chunks_ = pipeline_chunks(bytes / 2);
     chunk_ = bytes / 2 / chunks_;
-    // Members by node, nodes in order of first appearance.
-    std::vector<std::vector<int>> members;
-    std::vector<int> node_index;
-    for (int pos = 0; pos < layout.size(); ++pos) {
-      const int node = layout.node[static_cast<size_t>(pos)];
-      const auto at = static_cast<size_t>(
-          std::find(node_index.begin(), node_index.end(), node) - node_index.begin());
-      if (at == node_index.size()) {
-        node_index.push_back(node);
-        members.emplace_back();
-      }
-      members[at].push_back(pos);
-    }
-    const int nodes = static_cast<int>(members.size());
-    for (int tree = 0; tree < 2; ++tree) {
-      std::vector<Node>& t = trees_[tree];
-      t.assign(static_cast<size_t>(layout.size()), Node{-1, {}});
-      const auto link = [&](int parent, int child) {
-        t[static_cast<size_t>(child)].parent = parent;
-        t[static_cast<size_t>(parent)].children.push_back(child);
-      };
-      for (const auto& chain : members) {
-        for (size_t i = 1; i < chain.size(); ++i) link(chain[i - 1], chain[i]);
-      }
-      // The binary tree over nodes (a heap; tree 1 numbers the nodes backwards).
-      const auto head = [&](int heap) {
-        return members[static_cast<size_t>(tree == 0 ? heap : nodes - 1 - heap)].front();
-      };
-      for (int heap = 1; heap < nodes; ++heap) link(head((heap - 1) / 2), head(heap));
-    }
-    for (int pos = 0; pos < layout.size(); ++pos) {
-      int hops = 0;
-      for (int at = pos; trees_[0][static_cast<size_t>(at)].parent >= 0;
-           at = trees_[0][static_cast<size_t>(at)].parent) {
-        ++hops;
-      }
-      depth_ = std::max(depth_, hops);
-    }
   }
 
   int phases() const override { return 1; }
@@ -192,7 +155,7 @@ class TreePlan final : public CollectivePlan {
   void phase(int pos, int, CommStep& out) const override {
     out.clear();
     for (int tree = 0; tree < 2; ++tree) {
-      const Node& node = trees_[tree][static_cast<size_t>(pos)];
+      const Node& node = (*trees_[tree])[static_cast<size_t>(pos)];
       const double half = chunk_ * chunks_;
       if (node.parent >= 0) out.sends.push_back({node.parent, half});
       for (int child : node.children) out.sends.push_back({child, half});
@@ -205,7 +168,7 @@ class TreePlan final : public CollectivePlan {
   int step_count(int, int) const override { return 2 * chunks_; }
   void step(int pos, int lane, int index, CommStep& out) const override {
     out.clear();
-    const Node& node = trees_[lane][static_cast<size_t>(pos)];
+    const Node& node = (*trees_[lane])[static_cast<size_t>(pos)];
     if (index < chunks_) {
       // Reduce chunk `index`: from the children, then up to the parent.
       out.recvs = node.children;
@@ -218,14 +181,11 @@ class TreePlan final : public CollectivePlan {
   }
 
  private:
-  struct Node {
-    int parent;
-    std::vector<int> children;
-  };
+  using Node = CollectivePlanner::TreeNode;
 
-  std::vector<Node> trees_[2];  ///< per tree, per position
+  const std::vector<Node>* trees_[2];  ///< the planner's, per tree, per position
+  int depth_ = 0;                      ///< hops from the deepest member to the root
   int chunks_ = 1;
-  int depth_ = 0;  ///< hops from the deepest member to the root
   double chunk_ = 0;
 };
 
@@ -372,6 +332,7 @@ CollectivePlanner::CollectivePlanner(GroupLayout layout, int channels)
     if (members.empty()) node_order.push_back(layout_.node[pos]);
     members.push_back(pos);
   }
+  build_trees(by_node, node_order);
   for (auto& [node, members] : by_node) {
     std::stable_sort(members.begin(), members.end(),
                      [&](int a, int b) { return layout_.local[a] < layout_.local[b]; });
@@ -392,6 +353,38 @@ CollectivePlanner::CollectivePlanner(GroupLayout layout, int channels)
   }
 }
 
+void CollectivePlanner::build_trees(const std::map<int, std::vector<int>>& by_node,
+                                    const std::vector<int>& node_order) {
+  // NCCL's double binary tree: inside a node its members (in position order) form a chain below
+  // the first; the nodes' first members form a binary tree (a heap; tree 1 numbers the nodes
+  // backwards, so that a node inside one tree is mostly a leaf of the other).
+  const int nodes = static_cast<int>(node_order.size());
+  for (int t = 0; t < 2; ++t) {
+    std::vector<TreeNode>& tree = trees_[t];
+    tree.assign(static_cast<size_t>(layout_.size()), TreeNode{});
+    const auto link = [&](int parent, int child) {
+      tree[static_cast<size_t>(child)].parent = parent;
+      tree[static_cast<size_t>(parent)].children.push_back(child);
+    };
+    for (int node : node_order) {
+      const auto& chain = by_node.at(node);
+      for (size_t i = 1; i < chain.size(); ++i) link(chain[i - 1], chain[i]);
+    }
+    const auto head = [&](int heap) {
+      return by_node.at(node_order[static_cast<size_t>(t == 0 ? heap : nodes - 1 - heap)]).front();
+    };
+    for (int heap = 1; heap < nodes; ++heap) link(head((heap - 1) / 2), head(heap));
+  }
+  for (int pos = 0; pos < layout_.size(); ++pos) {
+    int hops = 0;
+    for (int at = pos; trees_[0][static_cast<size_t>(at)].parent >= 0;
+         at = trees_[0][static_cast<size_t>(at)].parent) {
+      ++hops;
+    }
+    tree_depth_ = std::max(tree_depth_, hops);
+  }
+}
+
 bool CollectivePlanner::supports(CollectiveOp op, Algorithm algorithm, bool sharp) const {
   const auto candidates = algorithms_for(op);
   if (std::find(candidates.begin(), candidates.end(), algorithm) == candidates.end()) return false;
@@ -408,7 +401,7 @@ std::unique_ptr<CollectivePlan> CollectivePlanner::plan(CollectiveOp op, Algorit
   const int n = layout_.size();
   switch (algorithm) {
     case Algorithm::ring: return std::make_unique<RingPlan>(*this, op, bytes, root);
-    case Algorithm::tree: return std::make_unique<TreePlan>(layout_, bytes);
+    case Algorithm::tree: return std::make_unique<TreePlan>(*this, bytes);
     case Algorithm::hierarchical: return std::make_unique<HierarchicalPlan>(layout_, bytes);
     case Algorithm::nvls: return std::make_unique<NvlsPlan>(n, bytes);
     case Algorithm::direct: return std::make_unique<DirectPlan>(op, n, bytes);

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <map>
 #include <memory>
 #include <vector>
 
@@ -70,10 +71,27 @@ class CollectivePlanner {
   const std::vector<int>& ring(int c) const { return ring_order_[static_cast<size_t>(c)]; }
   const std::vector<int>& ring_index(int c) const { return ring_index_[static_cast<size_t>(c)]; }
 
+  /// A position in one tree of the double binary tree.
+  struct TreeNode {
+    int parent = -1;
+    std::vector<int> children;
+  };
+  /// Tree t (0 or 1) of the double binary tree, per position.
+  const std::vector<TreeNode>& tree(int t) const { return trees_[t]; }
+  /// Hops from the deepest member of tree 0 to its root.
+  int tree_depth() const { return tree_depth_; }
+
  private:
+  /// The two trees, from the members of each node in position order and the nodes in order of
+  /// first appearance.
+  void build_trees(const std::map<int, std::vector<int>>& by_node,
+                   const std::vector<int>& node_order);
+
   GroupLayout layout_;
   std::vector<std::vector<int>> ring_order_;
   std::vector<std::vector<int>> ring_index_;
+  std::vector<TreeNode> trees_[2];
+  int tree_depth_ = 0;
 };
 
 /// Chunks a pipelined chain or tree splits `bytes` into (about 128 KiB each, at most 64).

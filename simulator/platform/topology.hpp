@@ -33,8 +33,9 @@ struct TopologyLink {
 /// by node (fat_tree) or by rail (rail_optimized: NIC i of every node on rail i's leaves).
 /// Link bandwidths are effective ones (nominal x efficiency). Datacenters are joined
 /// by direct WAN links, optionally with per-GPU paths (WanLinkSpec::path_bandwidth_Bps) that
-/// every cross-datacenter flow also crosses at either end. Latencies add along a route: NVLink latency inside a node; NIC latency
-/// plus one hop latency per switch crossed across nodes; WAN latency between datacenters.
+/// every cross-datacenter flow also crosses at either end. Latencies add along a route: NVLink
+/// latency inside a node; NIC latency plus one hop latency per switch crossed across nodes; WAN
+/// latency between datacenters.
 class Topology {
  public:
   explicit Topology(const PlatformSpec& spec);

@@ -369,22 +369,17 @@ void Simulation::write_trace() const {
     if (program) streams = std::max(streams, program->streams.size());
   }
   const std::vector<std::string> names = {"compute", "data-parallel", "data-parallel reduce"};
-  std::vector<std::string> stream_names;
-  for (size_t s = 0; s < streams; ++s) {
-    stream_names.push_back(s < names.size() ? names[s] : fmt::format("stream {}", s));
-  }
   TraceLayout layout;
-  layout.stream_names = std::move(stream_names);
-  std::vector<std::string>& labels = layout.rank_labels;
+  for (size_t s = 0; s < streams; ++s) {
+    layout.stream_names.push_back(s < names.size() ? names[s] : fmt::format("stream {}", s));
+  }
   for (int rank = 0; rank < job_.rank_count(); ++rank) {
-    labels.push_back(job_.simulated(rank)
+    layout.rank_labels.push_back(job_.simulated(rank)
                          ? fmt::format("rank {} (GPU {})", rank,
                                        job_.gpu_of_rank[static_cast<size_t>(rank)])
                          : fmt::format("rank {} (GPU {}, as rank {})", rank,
                                        job_.gpu_of_rank[static_cast<size_t>(rank)],
                                        job_.representative[static_cast<size_t>(rank)]));
-  }
-  for (int rank = 0; rank < job_.rank_count(); ++rank) {
     layout.device_of_rank.push_back(job_.gpu_of_rank[static_cast<size_t>(rank)] %
                                     scenario_.platform.gpus_per_node);
   }

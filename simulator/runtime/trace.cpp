@@ -4,9 +4,9 @@
 #include <cctype>
 #include <cmath>
 #include <filesystem>
-#include <tuple>
 #include <fstream>
 #include <stdexcept>
+#include <tuple>
 
 #include <fmt/format.h>
 
@@ -111,8 +111,18 @@ void TraceRecorder::write_kineto(const TraceLayout& layout) const {
   std::filesystem::create_directories(path_, ec);
   if (ec) throw std::runtime_error(fmt::format("cannot create trace directory '{}'", path_));
   const size_t world = layout.rank_labels.size();
-  for (int rank : ranks_) {
-    const std::string file = (std::filesystem::path(path_) / fmt::format("rank{}.pt.trace.json", rank)).string();
+  // Each rank's spans, in recording order (ranks_ is sorted).
+  std::vector<std::vector<const TraceSpan*>> spans_of(ranks_.size());
+  for (const TraceSpan& span : spans_) {
+    const auto at = std::lower_bound(ranks_.begin(), ranks_.end(), span.rank);
+    if (at != ranks_.end() && *at == span.rank) {
+      spans_of[static_cast<size_t>(at - ranks_.begin())].push_back(&span);
+    }
+  }
+  for (size_t r = 0; r < ranks_.size(); ++r) {
+    const int rank = ranks_[r];
+    const std::string file =
+        (std::filesystem::path(path_) / fmt::format("rank{}.pt.trace.json", rank)).string();
     const int device = layout.device_of_rank.at(static_cast<size_t>(rank));
     std::ofstream out(file, std::ios::binary);
     out << fmt::format(
@@ -120,8 +130,9 @@ void TraceRecorder::write_kineto(const TraceLayout& layout) const {
         "\"world_size\":{}}},\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n"
         R"({{"ph":"M","name":"process_name","pid":{},"args":{{"name":{}}}}})",
         rank, world, device, json_string(layout.rank_labels.at(static_cast<size_t>(rank))));
-    for (const TraceSpan& span : spans_) {
-      if (span.rank != rank || span.category == "wait") continue;  // waits are not GPU kernels
+    for (const TraceSpan* kernel : spans_of[r]) {
+      const TraceSpan& span = *kernel;
+      if (span.category == "wait") continue;  // waits are not GPU kernels
       const int stream = 7 + span.stream;
       std::string name = span.name, args;
       if (span.category == "collective" || span.category == "p2p" ||
