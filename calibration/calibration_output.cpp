@@ -2,12 +2,11 @@
 
 #include <cmath>
 #include <filesystem>
-#include <fstream>
 #include <map>
-#include <stdexcept>
 
 #include <fmt/format.h>
 
+#include "core/files.hpp"
 #include "core/text.hpp"
 #include "variability/distribution.hpp"
 
@@ -57,7 +56,7 @@ std::string calls_line(const SampleSet& set) {
                      thousands(set.matched_calls()), thousands(set.unmatched_calls()));
 }
 
-/// "kernels.gemm" -> ("kernels", "gemm"); "network.jitter.inter_node" -> ("network", ...).
+/// An entry's key in its section: "kernels.gemm" -> "gemm".
 std::string entry_key(const std::string& target) { return target.substr(target.rfind('.') + 1); }
 
 std::string json_fit(const SlowdownFit& f) {
@@ -139,12 +138,10 @@ void write_variability_section(const Calibration& c, const SampleSet& set, const
     }
     const bool tail = measured != &f.distribution;
     const std::string file = fmt::format("{}.{}{}.txt", stem, name, tail ? ".tail" : "");
-    std::ofstream side(out_path.parent_path() / file, std::ios::binary);
-    side << fmt::format("# Empirical slowdowns of {}{}: {} quantiles (prismsim calibrate)\n", name,
-                        tail ? ", its heavy tail" : "", measured->samples.size());
-    for (double v : measured->samples) side << number(v) << '\n';
-    side.close();
-    if (!side) throw std::runtime_error(fmt::format("cannot write '{}'", file));
+    std::string values = fmt::format("# Empirical slowdowns of {}{}: {} quantiles (prismsim calibrate)\n",
+                                     name, tail ? ", its heavy tail" : "", measured->samples.size());
+    for (double v : measured->samples) values += number(v) + '\n';
+    write_file(out_path.parent_path() / file, values);
     return distribution_yaml(f.distribution, file);
   };
   std::string y = fmt::format(
@@ -165,7 +162,7 @@ void write_variability_section(const Calibration& c, const SampleSet& set, const
       "# or the empirical pool when none is close enough. Thermal state and network regimes are\n"
       "# not fitted.\n",
       fitted, skipped);
-  std::map<std::string, std::string> kernels, jitter, transfers;  // entry text by key
+  std::string kernels, jitter, transfers;  // entries, in the targets' (sorted) order
   for (const TargetFit& t : c.targets) {
     const std::string key = entry_key(t.target);
     const auto text = [&](const char* indent) {
@@ -173,16 +170,15 @@ void write_variability_section(const Calibration& c, const SampleSet& set, const
                          t.signatures == 1 ? "" : "s", fit_summary(t.fit), key, entry(t.target, t.fit));
     };
     if (t.target.rfind("kernels.", 0) == 0) {
-      kernels[key] = text("  ");
+      kernels += text("  ");
     } else if (t.target.rfind("network.jitter.", 0) == 0) {
-      jitter[key] = text("    ");
+      jitter += text("    ");
     } else {
-      transfers[key] = text("    ");
+      transfers += text("    ");
     }
   }
   if (!kernels.empty()) {
-    y += "kernels:\n";
-    for (const auto& [key, text] : kernels) y += text;
+    y += "kernels:\n" + kernels;
   }
   const SpatialFit& sp = c.spatial;
   if (sp.per_gpu) {
@@ -212,18 +208,13 @@ void write_variability_section(const Calibration& c, const SampleSet& set, const
   }
   if (!jitter.empty() || !transfers.empty()) y += "network:\n";
   if (!jitter.empty()) {
-    y += "  jitter:\n";
-    for (const auto& [key, text] : jitter) y += text;
+    y += "  jitter:\n" + jitter;
   }
   if (!transfers.empty()) {
     y += "  # Point-to-point transfers (pipeline send/receive), without the waits in the bubble\n"
-         "  transfer_jitter:\n";
-    for (const auto& [key, text] : transfers) y += text;
+         "  transfer_jitter:\n" + transfers;
   }
-  std::ofstream out(path, std::ios::binary);
-  out << y;
-  out.close();
-  if (!out) throw std::runtime_error(fmt::format("cannot write '{}'", path));
+  write_file(path, y);
 }
 
 std::string calibration_report(const Calibration& c, const SampleSet& set) {

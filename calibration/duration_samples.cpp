@@ -7,6 +7,8 @@
 
 #include <fmt/format.h>
 
+#include "core/text.hpp"
+
 namespace prismsim {
 namespace {
 
@@ -19,13 +21,6 @@ std::string lower(std::string_view text) {
 bool contains_any(const std::string& text, std::initializer_list<const char*> words) {
   return std::any_of(words.begin(), words.end(),
                      [&](const char* w) { return text.find(w) != std::string::npos; });
-}
-
-bool matches(const std::string& pattern, const std::string& name) {
-  if (!pattern.empty() && pattern.back() == '*') {
-    return name.compare(0, pattern.size() - 1, pattern, 0, pattern.size() - 1) == 0;
-  }
-  return pattern == name;
 }
 
 /// "1MiB" for 2^20; sizes are powers of two here.
@@ -100,30 +95,25 @@ std::string kernel_class_by_name(std::string_view name) {
 std::optional<CollectiveInfo> collective_from_name(std::string_view name) {
   std::string n = lower(name);
   std::erase(n, '_');
-  const bool nccl = n.rfind("nccl", 0) == 0;
-  CollectiveInfo info;
-  if (contains_any(n, {"sendrecv", "send", "recv", "p2p"})) {
-    info.kind = SampleKind::p2p;
-    info.op = "send_recv";
-  } else if (n.find("allreduce") != std::string::npos) {
-    info.op = "all_reduce";
-  } else if (n.find("allgather") != std::string::npos) {
-    info.op = "all_gather";
-  } else if (n.find("reducescatter") != std::string::npos) {
-    info.op = "reduce_scatter";
-  } else if (n.find("alltoall") != std::string::npos) {
-    info.op = "all_to_all";
-  } else if (n.find("broadcast") != std::string::npos) {
-    info.op = "broadcast";
-  } else if (n.find("reduce") != std::string::npos) {
-    info.op = "reduce";
-  } else if (nccl) {
-    info.op = "nccl";
-  } else {
-    return std::nullopt;
+  // First match wins: "reduce" after the operations whose names contain it.
+  static const std::pair<const char*, const char*> kOps[] = {
+      {"send", "send_recv"},         {"recv", "send_recv"},       {"p2p", "send_recv"},
+      {"allreduce", "all_reduce"},   {"allgather", "all_gather"}, {"reducescatter", "reduce_scatter"},
+      {"alltoall", "all_to_all"},    {"broadcast", "broadcast"},  {"reduce", "reduce"}};
+  for (const auto& [needle, op] : kOps) {
+    if (n.find(needle) == std::string::npos) continue;
+    CollectiveInfo info;
+    info.op = op;
+    if (info.op == "send_recv") info.kind = SampleKind::p2p;
+    return info;
   }
+  if (n.rfind("nccl", 0) != 0) return std::nullopt;
+  CollectiveInfo info;
+  info.op = "nccl";
   return info;
 }
+
+bool is_nccl_kernel(std::string_view name) { return lower(name.substr(0, 4)) == "nccl"; }
 
 double dtype_bytes(std::string_view dtype) {
   const std::string d = lower(dtype);
@@ -177,7 +167,7 @@ uint32_t SampleSet::kernel_signature(std::string_view raw_name, std::string_view
   if (options_.by_shape && !shape.empty()) s.name += fmt::format(" {}", shape);
   if (options_.by_stream && !stream.empty()) s.name += fmt::format(" stream {}", stream);
   const auto rule = std::find_if(options_.classes.begin(), options_.classes.end(),
-                                 [&](const auto& r) { return matches(r.first, name); });
+                                 [&](const auto& r) { return matches_name_pattern(r.first, name); });
   s.kernel_class = rule != options_.classes.end() ? rule->second : kernel_class_by_name(name);
   const uint32_t id = intern(std::move(s));
   kernel_cache_.emplace(std::move(key), id);
@@ -201,10 +191,7 @@ void SampleSet::add_call(const CollectiveInfo& info, const std::string& group, i
                          uint64_t seq, double seconds) {
   auto [it, added] = calls_.try_emplace({group, window, seq});
   Call& call = it->second;
-  if (added) {
-    call.info = info;
-    call.shortest_s = seconds;
-  }
+  if (added) call.info = info;
   call.shortest_s = std::min(call.shortest_s, seconds);
   ++call.members;
 }

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <map>
 #include <optional>
 #include <string>
@@ -118,7 +119,7 @@ class SampleSet {
   std::vector<InputSummary> inputs_;
   struct Call {
     CollectiveInfo info;
-    double shortest_s = 0;
+    double shortest_s = std::numeric_limits<double>::infinity();
     size_t members = 0;
   };
   std::map<std::tuple<std::string, int, uint64_t>, Call> calls_;
@@ -138,6 +139,8 @@ std::string kernel_class_by_name(std::string_view name);
 /// The collective an NCCL kernel name or a profiler's collective name stands for
 /// ("ncclDevKernel_AllReduce_Sum_bf16_RING_LL" -> all_reduce), or nothing.
 std::optional<CollectiveInfo> collective_from_name(std::string_view name);
+/// Whether a GPU kernel's name is NCCL's ("nccl..." in any case): a collective or transfer.
+bool is_nccl_kernel(std::string_view name);
 
 /// Bytes of one element of a profiler's dtype name ("BFloat16" -> 2), or 0 when unknown.
 double dtype_bytes(std::string_view dtype);

@@ -75,15 +75,15 @@ bool JsonScanner::consume(char c) {
   return true;
 }
 
-std::string_view JsonScanner::string() {
+std::string_view JsonScanner::raw_string(bool* escaped) {
   expect('"', "a string");
   const size_t start = at_;
-  bool escaped = false;
+  *escaped = false;
   for (; at_ < text_.size(); ++at_) {
     const char c = text_[at_];
     if (c == '"') break;
     if (c == '\\') {
-      escaped = true;
+      *escaped = true;
       ++at_;
     } else if (static_cast<unsigned char>(c) < 0x20) {
       fail("control character in a string (unterminated string?)");
@@ -92,7 +92,14 @@ std::string_view JsonScanner::string() {
   if (at_ >= text_.size()) fail_at(start - 1, "unterminated string");
   const std::string_view raw = text_.substr(start, at_ - start);
   ++at_;
+  return raw;
+}
+
+std::string_view JsonScanner::string() {
+  bool escaped = false;
+  const std::string_view raw = raw_string(&escaped);
   if (!escaped) return raw;
+  const size_t start = static_cast<size_t>(raw.data() - text_.data());
   scratch_.clear();
   for (size_t i = 0; i < raw.size(); ++i) {
     if (raw[i] != '\\') {
@@ -126,19 +133,6 @@ std::string_view JsonScanner::string() {
   return scratch_;
 }
 
-void JsonScanner::skip_string() {
-  expect('"', "a string");
-  for (; at_ < text_.size(); ++at_) {
-    if (text_[at_] == '\\') {
-      ++at_;
-    } else if (text_[at_] == '"') {
-      ++at_;
-      return;
-    }
-  }
-  fail("unterminated string");
-}
-
 double JsonScanner::number() {
   const char c = peek();
   if (c != '-' && (c < '0' || c > '9')) fail("expected a number");
@@ -151,7 +145,11 @@ double JsonScanner::number() {
 
 void JsonScanner::skip_value() {
   switch (peek()) {
-    case '"': skip_string(); return;
+    case '"': {
+      bool escaped = false;
+      raw_string(&escaped);
+      return;
+    }
     case '{':
     case '[': {
       if (++depth_ > kMaxDepth) fail("values nested too deeply");

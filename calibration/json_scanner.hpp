@@ -57,11 +57,12 @@ class JsonScanner {
   /// Same, at byte offset `at`.
   [[noreturn]] void fail_at(size_t at, const std::string& message) const;
   size_t position() const { return at_; }
-  const std::string& path() const { return *path_; }
 
  private:
   void skip_spaces();
-  void skip_string();
+  /// Reads a string literal and gives its text as written, escapes undecoded (`escaped`: has
+  /// some).
+  std::string_view raw_string(bool* escaped);
 
   std::string_view text_;
   std::shared_ptr<const std::string> path_;

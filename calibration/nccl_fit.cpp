@@ -98,11 +98,11 @@ PlatformSpec fit_collectives(PlatformSpec platform, CollectiveOp op,
       const auto predicted = predict_log(p, op, log);
       double sum = 0;
       for (size_t i = 0; i < predicted.size(); ++i) {
-        // In units of the validation tolerance of the size: 10% from 1 MiB, 25% below. The
-        // sixth power, not the square: the targets bound the worst error of every log, and a
-        // mean of squares lets a few sizes far out buy many small gains elsewhere.
-        const double tolerance = log.points[i].bytes >= 1024.0 * 1024.0 ? 0.10 : 0.25;
-        const double e = std::log(predicted[i] / log.points[i].time_s) / tolerance;
+        // In units of the size's accuracy target. The sixth power, not the square: the targets
+        // bound the worst error of every log, and a mean of squares lets a few sizes far out
+        // buy many small gains elsewhere.
+        const double e =
+            std::log(predicted[i] / log.points[i].time_s) / nccl_tolerance(log.points[i].bytes);
         const double e2 = e * e;
         sum += e2 * e2 * e2;
       }

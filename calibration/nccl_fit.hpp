@@ -22,6 +22,11 @@ struct FitKnob {
 /// starting value.
 std::vector<FitKnob> collective_knobs(PlatformSpec& platform);
 
+/// Messages of this size and above are held to the 10% accuracy target, smaller ones to 25%.
+constexpr double kLargeMessageBytes = 1024.0 * 1024.0;
+/// The accuracy target of a message of `bytes`: 0.10 or 0.25.
+inline double nccl_tolerance(double bytes) { return bytes >= kLargeMessageBytes ? 0.10 : 0.25; }
+
 /// The model's predicted time for each point of `log`, with `platform` as it is.
 std::vector<double> predict_log(const PlatformSpec& platform, CollectiveOp op, const NcclLog& log);
 

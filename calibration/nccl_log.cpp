@@ -1,8 +1,5 @@
 #include "nccl_log.hpp"
 
-#include <cerrno>
-#include <cstring>
-#include <fstream>
 #include <memory>
 #include <set>
 #include <sstream>
@@ -10,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "core/diagnostics.hpp"
+#include "core/files.hpp"
 #include "core/text.hpp"
 
 namespace prismsim {
@@ -29,26 +27,29 @@ bool read_number(const std::string& text, double* value) {
   return number.has_value();
 }
 
-std::ifstream open_or_throw(const std::string& path, const std::shared_ptr<const std::string>& file) {
-  std::ifstream in(path);
-  if (!in) {
+/// The whole of file `path` (a diagnostic at `file` when it cannot be read).
+std::string read_or_throw(const std::string& path, const std::shared_ptr<const std::string>& file) {
+  std::string reason;
+  auto text = read_file(path, &reason);
+  if (!text) {
     Diagnostics diags;
-    diags.error(SourceLoc{file, 1, 1}, fmt::format("cannot read '{}': {}", path, std::strerror(errno)));
+    diags.error(SourceLoc{file, 1, 1}, fmt::format("cannot read '{}': {}", path, reason));
     diags.throw_if_any();
   }
-  return in;
+  return std::move(*text);
 }
 
 }  // namespace
 
 NcclLog read_nccl_log(const std::string& path) {
   const auto file = std::make_shared<const std::string>(path);
-  std::ifstream in = open_or_throw(path, file);
+  std::istringstream in(read_or_throw(path, file));
   NcclLog log;
   log.path = path;
   Diagnostics diags;
   std::set<std::string> hosts;
   int time_column = 4;  // size count type redop time ... unless the header says otherwise
+  int in_place_column = time_column + 4;  // after time algbw busbw #wrong
   std::string raw;
   for (int line_no = 1; std::getline(in, raw); ++line_no) {
     const std::string line = strip_mpi_tag(raw);
@@ -62,12 +63,13 @@ NcclLog read_nccl_log(const std::string& path) {
         }
       }
       if (fields.size() > 1 && fields[1] == "size") {
+        // The first "time" is out-of-place; a second one, in-place.
+        std::vector<int> times;
         for (size_t i = 1; i < fields.size(); ++i) {
-          if (fields[i] == "time") {
-            time_column = static_cast<int>(i) - 1;
-            break;
-          }
+          if (fields[i] == "time") times.push_back(static_cast<int>(i) - 1);
         }
+        if (!times.empty()) time_column = times[0];
+        in_place_column = times.size() > 1 ? times[1] : time_column + 4;
       }
       continue;
     }
@@ -84,8 +86,7 @@ NcclLog read_nccl_log(const std::string& path) {
       continue;
     }
     m.time_s *= 1e-6;
-    // In-place columns follow the out-of-place ones: time algbw busbw #wrong.
-    const size_t in_place = static_cast<size_t>(time_column) + 4;
+    const auto in_place = static_cast<size_t>(in_place_column);
     if (fields.size() > in_place && read_number(fields[in_place], &m.in_place_time_s) &&
         m.in_place_time_s > 0) {
       m.in_place_time_s *= 1e-6;
@@ -106,7 +107,7 @@ NcclLog read_nccl_log(const std::string& path) {
 
 NcclLog read_vtrain_allreduce_csv(const std::string& path, int ranks) {
   const auto file = std::make_shared<const std::string>(path);
-  std::ifstream in = open_or_throw(path, file);
+  std::istringstream in(read_or_throw(path, file));
   NcclLog log;
   log.path = path;
   log.ranks = ranks;

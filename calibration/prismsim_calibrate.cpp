@@ -108,8 +108,8 @@ int main(int argc, char** argv) {
                                "size", "measured_us", "model_us", "error");
       for (size_t i = 0; i < predicted.size(); ++i) {
         const double error = predicted[i] / log.points[i].time_s - 1.0;
-        (log.points[i].bytes >= 1048576 ? worst_large : worst_small) =
-            std::max(log.points[i].bytes >= 1048576 ? worst_large : worst_small, std::fabs(error));
+        double& worst = log.points[i].bytes >= kLargeMessageBytes ? worst_large : worst_small;
+        worst = std::max(worst, std::fabs(error));
         std::cout << fmt::format(" {:>14} {:>12.2f} {:>12.2f} {:>+7.1f}%\n",
                                  static_cast<long long>(log.points[i].bytes),
                                  log.points[i].time_s * 1e6, predicted[i] * 1e6, error * 100);

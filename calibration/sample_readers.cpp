@@ -1,11 +1,8 @@
 #include "sample_readers.hpp"
 
 #include <algorithm>
-#include <cerrno>
 #include <cmath>
-#include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <limits>
 #include <map>
 #include <optional>
@@ -16,6 +13,7 @@
 #include <fmt/format.h>
 
 #include "core/diagnostics.hpp"
+#include "core/files.hpp"
 #include "core/text.hpp"
 #include "json_scanner.hpp"
 #include "nccl_log.hpp"
@@ -28,18 +26,10 @@ namespace {
 }
 
 std::string read_whole_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in || std::filesystem::is_directory(path)) {
-    fail_file(path, fmt::format("cannot read the file: {}",
-                                std::filesystem::is_directory(path) ? "it is a directory"
-                                                                    : std::strerror(errno)));
-  }
-  std::string text;
-  in.seekg(0, std::ios::end);
-  text.resize(static_cast<size_t>(in.tellg()));
-  in.seekg(0);
-  in.read(text.data(), static_cast<std::streamsize>(text.size()));
-  return text;
+  std::string reason;
+  auto text = read_file(path, &reason);
+  if (!text) fail_file(path, "cannot read the file: " + reason);
+  return std::move(*text);
 }
 
 /// Every integer in `text` ("[0, 8, 16]").
@@ -141,7 +131,6 @@ class KinetoReader {
       if (e.dur < 0) {
         json_.fail_at(start, fmt::format("negative duration {} us of kernel '{}'", e.dur, e.name));
       }
-      ++kernels_;
       if (e.dur == 0) {
         if (summary_.zero_length++ == 0) summary_.first_zero_length = json_.where(start).str();
         return;
@@ -149,7 +138,7 @@ class KinetoReader {
       const int device = static_cast<int>(e.device >= 0 ? e.device : e.pid);
       const double seconds = e.dur * 1e-6;
       std::optional<CollectiveInfo> info;
-      if (e.name.size() >= 4 && strncasecmp(e.name.c_str(), "nccl", 4) == 0) {
+      if (is_nccl_kernel(e.name)) {
         // The profiler's name of the collective, else the kernel's (never empty for NCCL's).
         if (!e.collective_name.empty()) info = collective_from_name(e.collective_name);
         if (!info) info = collective_from_name(e.name);
@@ -218,7 +207,7 @@ class KinetoReader {
   }
 
   void finish() {
-    if (kernels_ == 0) {
+    if (kernels_pending_.empty() && collectives_.empty() && summary_.zero_length == 0) {
       fail_file(path_, "no GPU kernel events: expected events with \"ph\": \"X\" and \"cat\": "
                        "\"kernel\" (a PyTorch profiler trace recorded with CUDA activities)");
     }
@@ -265,7 +254,6 @@ class KinetoReader {
   std::string path_;
   SampleSet& set_;
   int rank_ = -1;
-  size_t kernels_ = 0;
   InputSummary summary_;
   std::vector<std::string> raw_names_, streams_;
   std::unordered_map<std::string, uint32_t> raw_name_index_, stream_index_;
@@ -329,6 +317,7 @@ void read_samples_csv(const std::string& path, SampleSet& set) {
   enum Column { name, duration, gpu, node, step };
   const std::vector<std::string> known = {"name", "duration_us", "gpu", "node", "step"};
   std::vector<int> column_of(known.size(), -1);  // field index of each known column
+  size_t columns = 0;                             // known columns in the header
   std::string line;
   int line_no = 0;
   size_t samples = 0;
@@ -348,6 +337,8 @@ void read_samples_csv(const std::string& path, SampleSet& set) {
         }
         column_of[static_cast<size_t>(it - known.begin())] = static_cast<int>(f);
       }
+      columns = static_cast<size_t>(
+          std::count_if(column_of.begin(), column_of.end(), [](int c) { return c >= 0; }));
       if (column_of[name] < 0 || column_of[duration] < 0) {
         diags.error(SourceLoc{file, line_no, 1},
                     "expected a header with the columns name and duration_us (and optionally gpu, "
@@ -361,13 +352,9 @@ void read_samples_csv(const std::string& path, SampleSet& set) {
       if (!diags.empty()) break;
       continue;
     }
-    if (fields.size() != static_cast<size_t>(std::count_if(column_of.begin(), column_of.end(),
-                                                           [](int c) { return c >= 0; }))) {
-      diags.error(SourceLoc{file, line_no, 1},
-                  fmt::format("expected {} fields like the header, found {}",
-                              std::count_if(column_of.begin(), column_of.end(),
-                                            [](int c) { return c >= 0; }),
-                              fields.size()));
+    if (fields.size() != columns) {
+      diags.error(SourceLoc{file, line_no, 1}, fmt::format("expected {} fields like the header, found {}",
+                                                           columns, fields.size()));
       continue;
     }
     const auto field = [&](Column c) -> const std::pair<std::string, int>& {
@@ -396,7 +383,7 @@ void read_samples_csv(const std::string& path, SampleSet& set) {
     if (column_of[gpu] >= 0 && !field(gpu).first.empty()) {
       gpu_index = set.gpu(field(gpu).first, column_of[node] >= 0 ? field(node).first : "");
     }
-    const auto collective = kernel.rfind("nccl", 0) == 0 ? collective_from_name(kernel) : std::nullopt;
+    const auto collective = is_nccl_kernel(kernel) ? collective_from_name(kernel) : std::nullopt;
     const uint32_t signature =
         collective ? set.collective_signature(*collective) : set.kernel_signature(kernel, "", "");
     set.add(signature, gpu_index, *us * 1e-6);
@@ -413,10 +400,10 @@ void read_samples_csv(const std::string& path, SampleSet& set) {
 
 void read_nccl_tests_log(const std::string& path, SampleSet& set) {
   const NcclLog log = read_nccl_log(path);
-  CollectiveInfo info;
-  const auto named = collective_from_name(std::filesystem::path(path).filename().string());
-  info.op = named ? named->op : "collective";
-  info.kind = named ? named->kind : SampleKind::collective;
+  CollectiveInfo unnamed;
+  unnamed.op = "collective";
+  CollectiveInfo info =
+      collective_from_name(std::filesystem::path(path).filename().string()).value_or(unnamed);
   info.scope = log.nodes > 1 ? CommScope::inter_node : CommScope::intra_node;
   size_t samples = 0;
   for (const NcclMeasurement& m : log.points) {

@@ -309,8 +309,9 @@ Calibration calibrate(const SampleSet& set, const CalibrationOptions& options) {
       std::sort(logs.begin(), logs.end());
       const OtsuSplit split = otsu_split(logs);
       if (split.separability >= kBimodal) {
-        const double threshold = std::exp(logs[split.upper_begin - 1]);
-        std::erase_if(durations, [&](double d) { return d > threshold; });
+        // Compared as logs, as split: exp(log(d)) need not give d back.
+        const double threshold = logs[split.upper_begin - 1];
+        std::erase_if(durations, [&](double d) { return std::log(d) > threshold; });
         fit.bubble_waits = fit.samples - durations.size();
       }
     }
@@ -370,10 +371,10 @@ Calibration calibrate(const SampleSet& set, const CalibrationOptions& options) {
     if (durations.empty()) continue;
     const Signature& sig = signatures[fit.signature];
     if (sig.kind == SampleKind::kernel) {
-      durations.clear();
-      for (size_t i : of_signature[fit.signature]) {
-        const int32_t gpu = samples[i].gpu;
-        durations.push_back(samples[i].seconds / (gpu >= 0 ? factor[static_cast<size_t>(gpu)] : 1.0));
+      // Kernels keep all their samples, in the order of of_signature.
+      for (size_t j = 0; j < durations.size(); ++j) {
+        const int32_t gpu = samples[of_signature[fit.signature][j]].gpu;
+        if (gpu >= 0) durations[j] /= factor[static_cast<size_t>(gpu)];
       }
       fit.target = "kernels." + sig.kernel_class;
     } else if (sig.scope) {

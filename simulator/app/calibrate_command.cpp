@@ -17,7 +17,7 @@
 #include "app/study.hpp"
 #include "calibration_output.hpp"
 #include "config/scenario_loader.hpp"
-#include "core/diagnostics.hpp"
+#include "core/files.hpp"
 #include "sample_readers.hpp"
 #include "variability_calibration.hpp"
 #include "workload/job_builder.hpp"

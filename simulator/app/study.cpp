@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 
 #include "app/cli_errors.hpp"
+#include "core/files.hpp"
 #include "montecarlo/replications.hpp"
 #include "runtime/simulation.hpp"
 #include "runtime/trace.hpp"
@@ -59,13 +60,6 @@ void apply_run_options(const boost::program_options::variables_map& vm, int runs
   if (vm.count("jobs") && (jobs < 1 || jobs > 1024)) {
     throw UsageError("--jobs must be between 1 and 1024");
   }
-}
-
-void write_file(const std::filesystem::path& path, const std::string& text) {
-  std::ofstream out(path, std::ios::binary);
-  out << text;
-  out.close();
-  if (!out) throw std::runtime_error(fmt::format("cannot write '{}'", path.string()));
 }
 
 StudyOutcome run_study(const Scenario& scenario, const StudyOptions& options,

@@ -74,7 +74,4 @@ StudyOutcome run_study(const Scenario& scenario, const StudyOptions& options,
 void apply_run_options(const boost::program_options::variables_map& vm, int runs, long long seed,
                        int jobs, std::vector<std::string>& overrides);
 
-/// Writes `text` to `path`; throws std::runtime_error when it cannot.
-void write_file(const std::filesystem::path& path, const std::string& text);
-
 }  // namespace prismsim

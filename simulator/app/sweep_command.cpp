@@ -26,6 +26,7 @@
 
 #include "app/cli_errors.hpp"
 #include "app/study.hpp"
+#include "core/files.hpp"
 #include "montecarlo/child_processes.hpp"
 #include "config/scenario_loader.hpp"
 #include "config/sweep_loader.hpp"

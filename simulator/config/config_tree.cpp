@@ -1,15 +1,13 @@
 #include "config/config_tree.hpp"
 
-#include <cerrno>
-#include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <memory>
-#include <sstream>
 
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
+
+#include "core/files.hpp"
 
 namespace prismsim {
 
@@ -103,17 +101,14 @@ std::string parent_directory(const std::string& path) {
 
 ConfigNode load_yaml_file(const std::string& path, const SourceLoc& included_from,
                           Diagnostics& diags) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in || std::filesystem::is_directory(path)) {
-    const std::string reason = std::filesystem::is_directory(path) ? "it is a directory"
-                                                                  : std::strerror(errno);
+  std::string reason;
+  const auto text = read_file(path, &reason);
+  if (!text) {
     diags.error(included_from, fmt::format("cannot read '{}': {}", path, reason));
     diags.throw_if_any();
   }
-  std::stringstream buffer;
-  buffer << in.rdbuf();
   Origin origin{std::make_shared<const std::string>(path), 0, 0};
-  return parse(buffer.str(), origin, diags);
+  return parse(*text, origin, diags);
 }
 
 ConfigNode parse_yaml_text(const std::string& text, const std::string& label, int line,

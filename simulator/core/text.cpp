@@ -60,4 +60,11 @@ std::string human_seconds(double s) {
   return fmt::format("{:.4g} us", s * 1e6);
 }
 
+bool matches_name_pattern(std::string_view pattern, std::string_view name) {
+  if (!pattern.empty() && pattern.back() == '*') {
+    return name.starts_with(pattern.substr(0, pattern.size() - 1));
+  }
+  return name == pattern;
+}
+
 }  // namespace prismsim

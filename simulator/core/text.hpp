@@ -15,6 +15,9 @@ std::vector<std::string> split_fields(std::string_view line, char separator);
 /// `text` as a number when the whole of it is one (strtod's syntax), else nothing.
 std::optional<double> parse_number(std::string_view text);
 
+/// Whether `name` matches `pattern`: equal to it, or starting with it less its final '*'.
+bool matches_name_pattern(std::string_view pattern, std::string_view name);
+
 /// `text` as a JSON string literal, quotes included.
 std::string json_string(std::string_view text);
 

@@ -58,8 +58,13 @@ void require_positive(const std::vector<double>& sample) {
 }  // namespace
 
 double ks_distance_to(const std::vector<double>& sample, const DistributionSpec& d) {
-  std::vector<double> sorted = sample;
-  std::sort(sorted.begin(), sorted.end());
+  // Callers that fit several families to one sample pass it sorted: no copy then.
+  std::vector<double> copy;
+  if (!std::is_sorted(sample.begin(), sample.end())) {
+    copy = sample;
+    std::sort(copy.begin(), copy.end());
+  }
+  const std::vector<double>& sorted = copy.empty() ? sample : copy;
   const double n = static_cast<double>(sorted.size());
   double distance = 0;
   for (size_t i = 0; i < sorted.size(); ++i) {

@@ -4,6 +4,7 @@
 #include <map>
 
 #include "core/seeds.hpp"
+#include "core/text.hpp"
 #include "workload/transformer_job.hpp"
 
 namespace prismsim {
@@ -132,10 +133,7 @@ int VariationModel::sampler_for(const DistributionSpec& spec) {
 /// A kernel name's entry (exact, or a prefix ending in '*'), else its class's, else the default.
 int VariationModel::kernel_sampler(const Kernel& kernel) {
   for (size_t i = 0; i < spec_.kernel_names.size(); ++i) {
-    const std::string& pattern = spec_.kernel_names[i].first;
-    const bool prefix = !pattern.empty() && pattern.back() == '*';
-    if (prefix ? kernel.name.starts_with(pattern.substr(0, pattern.size() - 1))
-               : kernel.name == pattern) {
+    if (matches_name_pattern(spec_.kernel_names[i].first, kernel.name)) {
       return sampler_for(spec_.kernel_names[i].second);
     }
   }
@@ -314,7 +312,7 @@ ExecutionTime RunVariation::execute(int rank, const std::vector<const Op*>& ops,
     const size_t count = plan.sampler.size();
     chunk_max_.assign(chunks, 0.0);
     factors_.resize(count);
-    collective_at_.assign(plan.collectives.size(), 0);
+    if (kernel_seconds != nullptr) collective_at_.assign(plan.collectives.size(), 0);
     const bool uniform = !plan.kernel_noise && !m.thermal_ && kernel_seconds == nullptr;
     if (uniform) {
       // The same kernels at full clock: the slowest member's chunks are the group's (the same
