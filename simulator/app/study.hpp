@@ -3,13 +3,12 @@
 #include <chrono>
 #include <filesystem>
 #include <string>
-
-#include "runtime/trace.hpp"
 #include <vector>
 
 #include <boost/program_options/variables_map.hpp>
 
 #include "config/scenario.hpp"
+#include "runtime/trace.hpp"
 #include "stats/results_writer.hpp"
 
 namespace prismsim {

@@ -1,12 +1,12 @@
 #include "config/variability_loader.hpp"
 
-#include <fmt/format.h>
-
 #include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <limits>
 #include <memory>
+
+#include <fmt/format.h>
 
 #include "config/map_reader.hpp"
 #include "core/text.hpp"
@@ -95,9 +95,10 @@ void read_family(DistributionSpec& d, MapReader& r, Support support) {
         assign(d.mu, r.number("mu", true, kAnyNumber, false));
       } else if (!by.empty()) {
         const auto v = r.number(by, true, d.shift, true);
-        if (v)
+        if (v) {
           d.mu = by == "median" ? std::log(*v - d.shift)
                                 : std::log(*v - d.shift) - d.sigma * d.sigma / 2;
+        }
         if (!v && r.valid()) {
           diags.error(r.get(by, false)->loc,
                       fmt::format("'{}' must exceed the shift", r.path_of(by)));
