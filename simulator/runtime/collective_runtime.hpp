@@ -4,7 +4,6 @@
 #include <map>
 #include <memory>
 #include <tuple>
-#include <unordered_map>
 #include <vector>
 
 #include <simgrid/s4u/Barrier.hpp>
@@ -75,7 +74,11 @@ class GroupRuntime {
   const EngineSpec& engine_;
   CollectivePlanner planner_;
   simgrid::s4u::BarrierPtr barrier_;
-  std::unordered_map<uint64_t, simgrid::s4u::Mailbox*> edges_;
+  struct Edge {
+    int to = 0, lane = 0;
+    simgrid::s4u::Mailbox* mailbox = nullptr;
+  };
+  std::vector<std::vector<Edge>> edges_from_;  ///< by sender position, sorted by (to, lane)
   std::map<std::tuple<int, double, int, int>, PreparedCollective> prepared_;
 };
 

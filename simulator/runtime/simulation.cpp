@@ -161,6 +161,22 @@ void Simulation::stream_main(int rank, int stream) {
   const bool timed = stream == 0 && report_rank_times_;  // the compute stream, when asked
 
   std::vector<std::vector<double>> member_kernel_s;  // traced: each lockstep member's kernels
+  // The mailbox of each send and receive, looked up once: a lookup is a simcall.
+  std::vector<sg4::Mailbox*> mailbox_of_op(ops.size(), nullptr);
+  {
+    std::vector<std::pair<std::pair<int, int>, sg4::Mailbox*>> seen;
+    for (size_t i = 0; i < ops.size(); ++i) {
+      const Op& op = ops[i];
+      if (op.kind != Op::Kind::send && op.kind != Op::Kind::recv) continue;
+      const auto edge = op.kind == Op::Kind::send ? std::pair{rank, op.peer} : std::pair{op.peer, rank};
+      auto it = std::find_if(seen.begin(), seen.end(), [&](const auto& e) { return e.first == edge; });
+      if (it == seen.end()) {
+        seen.emplace_back(edge, sg4::Mailbox::by_name(fmt::format("p{}>{}", edge.first, edge.second)));
+        it = seen.end() - 1;
+      }
+      mailbox_of_op[i] = it->second;
+    }
+  }
   // A span that ends now, for every rank drawn with this one's timeline.
   auto span = [&](double start, TraceSpan s) {
     s.stream = stream;
@@ -204,7 +220,8 @@ void Simulation::stream_main(int rank, int stream) {
       fused.clear();
       pending_s = 0;
     };
-    for (const Op& op : ops) {
+    for (size_t op_index = 0; op_index < ops.size(); ++op_index) {
+      const Op& op = ops[op_index];
       if (op.kind != Op::Kind::compute) flush_compute();
       const double start = sg4::Engine::get_clock();
       switch (op.kind) {
@@ -240,17 +257,16 @@ void Simulation::stream_main(int rank, int stream) {
           break;
         }
         case Op::Kind::send: {
-          sg4::Mailbox* box = sg4::Mailbox::by_name(fmt::format("p{}>{}", rank, op.peer));
           // Transfer jitter stretches the transfer's bandwidth time: its size grows.
           const double bytes =
               variation_ != nullptr ? op.bytes * variation_->transfer_slowdown(rank, op.peer)
                                     : op.bytes;
-          sends.push_back(box->put_async(&payload_tag, static_cast<uint64_t>(bytes)));
+          sends.push_back(mailbox_of_op[op_index]->put_async(&payload_tag, static_cast<uint64_t>(bytes)));
           ++counters_.transfers;
           break;
         }
         case Op::Kind::recv: {
-          sg4::Mailbox::by_name(fmt::format("p{}>{}", op.peer, rank))->get<int>();
+          mailbox_of_op[op_index]->get<int>();
           if (timed) times.pipeline_wait_s += sg4::Engine::get_clock() - start;
           if (traced) {
             span(start, {.name = fmt::format("recv from rank {}", op.peer),
