@@ -168,10 +168,13 @@ void Simulation::stream_main(int rank, int stream) {
     for (size_t i = 0; i < ops.size(); ++i) {
       const Op& op = ops[i];
       if (op.kind != Op::Kind::send && op.kind != Op::Kind::recv) continue;
-      const auto edge = op.kind == Op::Kind::send ? std::pair{rank, op.peer} : std::pair{op.peer, rank};
-      auto it = std::find_if(seen.begin(), seen.end(), [&](const auto& e) { return e.first == edge; });
+      const auto edge =
+          op.kind == Op::Kind::send ? std::pair{rank, op.peer} : std::pair{op.peer, rank};
+      auto it =
+          std::find_if(seen.begin(), seen.end(), [&](const auto& e) { return e.first == edge; });
       if (it == seen.end()) {
-        seen.emplace_back(edge, sg4::Mailbox::by_name(fmt::format("p{}>{}", edge.first, edge.second)));
+        seen.emplace_back(edge,
+                          sg4::Mailbox::by_name(fmt::format("p{}>{}", edge.first, edge.second)));
         it = seen.end() - 1;
       }
       mailbox_of_op[i] = it->second;
@@ -261,7 +264,8 @@ void Simulation::stream_main(int rank, int stream) {
           const double bytes =
               variation_ != nullptr ? op.bytes * variation_->transfer_slowdown(rank, op.peer)
                                     : op.bytes;
-          sends.push_back(mailbox_of_op[op_index]->put_async(&payload_tag, static_cast<uint64_t>(bytes)));
+          sends.push_back(
+              mailbox_of_op[op_index]->put_async(&payload_tag, static_cast<uint64_t>(bytes)));
           ++counters_.transfers;
           break;
         }
