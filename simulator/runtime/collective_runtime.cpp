@@ -28,6 +28,15 @@ void add_protocol_step_latency(const CollectivePlan& plan, const ProtocolSpec& p
 
 }  // namespace
 
+sg4::CommPtr send_async(sg4::Mailbox* mailbox, uint64_t bytes) {
+  return mailbox->put_async(&payload_tag, bytes);
+}
+
+void receive(sg4::Mailbox* mailbox) {
+  // Waiting on a comm not yet started posts and awaits it in one simcall.
+  mailbox->get_init()->set_dst_data(reinterpret_cast<void**>(&sink), sizeof(void*))->wait();
+}
+
 GroupRuntime::GroupRuntime(int id, std::vector<int> gpu_of_position, const Topology& topology,
                            const PlatformSpec& platform, const EngineSpec& engine)
     : id_(id),
@@ -114,7 +123,7 @@ uint64_t GroupRuntime::post_sends(int position, int lane, const CommStep& step,
     const auto bytes = static_cast<uint64_t>(std::llround(send.bytes / protocol.bandwidth_efficiency));
     sg4::Mailbox* mailbox = edge(position, send.peer, lane);
     if (sends != nullptr) {
-      sends->push_back(mailbox->put_async(&payload_tag, bytes));
+      sends->push_back(send_async(mailbox, bytes));
     } else {
       // Nobody waits for it: SimGrid drops it when delivered.
       mailbox->put_init(&payload_tag, bytes)->detach();
@@ -159,7 +168,7 @@ void GroupRuntime::run_steps(int position, const PreparedCollective& call,
     std::vector<sg4::CommPtr> in_flight;
     for (int index = 0; index < plan.step_count(position, 0); ++index) {
       plan.step(position, 0, index, step);
-      for (int peer : step.recvs) edge(peer, position, 0)->get<int>();
+      for (int peer : step.recvs) receive(edge(peer, position, 0));
       if (!in_flight.empty()) sg4::Comm::wait_all(in_flight);
       in_flight.clear();
       counters.transfers += post_sends(position, 0, step, protocol, &in_flight);

@@ -22,6 +22,11 @@ struct EventCounters {
   uint64_t transfers = 0;
 };
 
+/// Messages carry no data, only a size. Sends `bytes` to `mailbox`.
+simgrid::s4u::CommPtr send_async(simgrid::s4u::Mailbox* mailbox, uint64_t bytes);
+/// Blocks until a message arrives on `mailbox`: one simcall, where Mailbox::get makes two.
+void receive(simgrid::s4u::Mailbox* mailbox);
+
 /// One collective call, resolved: the plan to run and how.
 struct PreparedCollective {
   PreparedCollective() = default;

@@ -13,10 +13,6 @@ namespace prismsim {
 
 namespace sg4 = simgrid::s4u;
 
-namespace {
-int payload_tag = 0;
-}  // namespace
-
 Simulation::Simulation(const Scenario& scenario, const Job& job)
     : Simulation(scenario, job, Topology(scenario.platform)) {}
 
@@ -264,13 +260,12 @@ void Simulation::stream_main(int rank, int stream) {
           const double bytes =
               variation_ != nullptr ? op.bytes * variation_->transfer_slowdown(rank, op.peer)
                                     : op.bytes;
-          sends.push_back(
-              mailbox_of_op[op_index]->put_async(&payload_tag, static_cast<uint64_t>(bytes)));
+          sends.push_back(send_async(mailbox_of_op[op_index], static_cast<uint64_t>(bytes)));
           ++counters_.transfers;
           break;
         }
         case Op::Kind::recv: {
-          mailbox_of_op[op_index]->get<int>();
+          receive(mailbox_of_op[op_index]);
           if (timed) times.pipeline_wait_s += sg4::Engine::get_clock() - start;
           if (traced) {
             span(start, {.name = fmt::format("recv from rank {}", op.peer),
