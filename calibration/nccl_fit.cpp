@@ -40,7 +40,9 @@ std::vector<FitKnob> collective_knobs(PlatformSpec& platform) {
   // Fixed starting values, whatever the platform file holds (it may hold an earlier fit), so that
   // the same logs always give the same fit.
   auto& protocols = platform.collectives.protocols;
-  protocols = {{"LL", 0.4, 3e-6, 1e-6}, {"LL128", 0.8, 10e-6, 1e-6}, {"Simple", 1.0, 30e-6, 1e-6}};
+  protocols = {{"LL", 0.4, 3e-6, 1e-6, true},
+               {"LL128", 0.8, 10e-6, 1e-6, true},
+               {"Simple", 1.0, 30e-6, 1e-6, false}};
   platform.nvlink.efficiency = 0.8;
   platform.nvlink.latency_s = 1e-6;
   platform.nic.efficiency = 0.8;

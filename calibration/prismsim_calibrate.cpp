@@ -47,8 +47,9 @@ std::string fragment(const PlatformSpec& p, const std::vector<NcclLog>& logs) {
       p.collectives.local_copy_efficiency);
   for (const auto& protocol : p.collectives.protocols) {
     out += fmt::format("    - {{name: {}, bandwidth_efficiency: {:.4g}, base_latency: {}, "
-                       "step_latency: {}}}\n", protocol.name, protocol.bandwidth_efficiency,
-                       duration(protocol.base_latency_s), duration(protocol.step_latency_s));
+                       "step_latency: {}{}}}\n", protocol.name, protocol.bandwidth_efficiency,
+                       duration(protocol.base_latency_s), duration(protocol.step_latency_s),
+                       protocol.streamed ? ", streamed: true" : "");
   }
   return out;
 }

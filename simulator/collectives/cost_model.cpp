@@ -26,6 +26,7 @@ std::vector<PhaseCost> estimate_phases(const CollectivePlan& plan, int group_siz
                                        const Topology& topology) {
   const auto latency_steps = plan.phase_latency_steps();
   const auto fill_bytes = plan.phase_pipeline_fill_bytes();
+  const auto forwarding_steps = plan.phase_forwarding_steps();
   std::vector<PhaseCost> phases(latency_steps.size());
   // Loads of the links the phase touches (a small group on a large platform touches few).
   std::unordered_map<int, double> load;
@@ -34,6 +35,7 @@ std::vector<PhaseCost> estimate_phases(const CollectivePlan& plan, int group_siz
   for (size_t phase = 0; phase < phases.size(); ++phase) {
     PhaseCost& cost = phases[phase];
     cost.latency_steps = latency_steps[phase];
+    cost.forwarding_steps = std::max(1, forwarding_steps[phase]);
     double slowest_Bps = 0;  // the narrowest link any message of the phase crosses
     for (int pos = 0; pos < group_size; ++pos) {
       plan.phase(pos, static_cast<int>(phase), step);
@@ -63,10 +65,19 @@ std::vector<PhaseCost> estimate_phases(const CollectivePlan& plan, int group_siz
   return phases;
 }
 
+double wire_bytes(double bytes, const ProtocolSpec& protocol) {
+  return protocol.streamed ? bytes : bytes / protocol.bandwidth_efficiency;
+}
+
+double streaming_seconds(const PhaseCost& phase, const ProtocolSpec& protocol) {
+  if (!protocol.streamed) return 0;
+  return phase.bandwidth_s / phase.forwarding_steps / protocol.bandwidth_efficiency;
+}
+
 double phase_remainder_seconds(const PhaseCost& phase, const ProtocolSpec& protocol) {
   return std::max(0, phase.latency_steps - 1) * phase.max_hop_latency_s +
          phase.latency_steps * protocol.step_latency_s +
-         phase.pipeline_fill_s / protocol.bandwidth_efficiency;
+         wire_bytes(phase.pipeline_fill_s, protocol) + streaming_seconds(phase, protocol);
 }
 
 double predicted_seconds(const std::vector<PhaseCost>& phases, double launch_latency_s,
@@ -74,7 +85,7 @@ double predicted_seconds(const std::vector<PhaseCost>& phases, double launch_lat
   double total = launch_latency_s + protocol.base_latency_s;
   for (const auto& phase : phases) {
     const double simulated = (phase.latency_steps > 0 ? phase.max_hop_latency_s : 0.0) +
-                             phase.bandwidth_s / protocol.bandwidth_efficiency;
+                             wire_bytes(phase.bandwidth_s, protocol);
     total += simulated + phase_remainder_seconds(phase, protocol);
   }
   return total;

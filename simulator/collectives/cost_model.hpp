@@ -14,6 +14,7 @@ struct PhaseCost {
   double max_hop_latency_s = 0;  ///< largest route latency among the phase's messages
   int latency_steps = 0;         ///< sequential message latencies in the full algorithm
   double pipeline_fill_s = 0;    ///< a pipeline's fill and drain over the slowest link crossed
+  int forwarding_steps = 1;      ///< store-and-forward steps the phase's data passes in turn
 };
 
 /// Where each of `gpus` sits (node, slot), as plans need it.
@@ -24,14 +25,22 @@ std::vector<PhaseCost> estimate_phases(const CollectivePlan& plan, int group_siz
                                        const std::vector<int>& gpu_of_position,
                                        const Topology& topology);
 
+/// Bytes a message of `bytes` puts on the wire under `protocol`: bytes / efficiency, or bytes
+/// for a streamed protocol (which pays its rate in streaming_seconds instead).
+double wire_bytes(double bytes, const ProtocolSpec& protocol);
+
+/// A streamed protocol's rate, paid once per phase for one forwarding step's share of the phase's
+/// busiest link: bandwidth_s / forwarding_steps / efficiency. 0 for other protocols.
+double streaming_seconds(const PhaseCost& phase, const ProtocolSpec& protocol);
+
 /// The part of a coarse phase that is not simulated: the algorithm's other message latencies, the
-/// protocol's per-step cost and the pipeline's fill. A coarse run simulates one message latency and
-/// the busiest link's transfer (sent at size / protocol efficiency), then waits this long.
+/// protocol's per-step cost, the pipeline's fill and the streaming time. A coarse run simulates one
+/// message latency and the busiest link's transfer (sent at wire_bytes), then waits this long.
 double phase_remainder_seconds(const PhaseCost& phase, const ProtocolSpec& protocol);
 
 /// Predicted duration: launch + protocol base latency + per phase (latency_steps x (hop +
-/// protocol step latency) + bandwidth_s / protocol efficiency). The figure that selects algorithms
-/// and protocols, and that calibration fits.
+/// protocol step latency) + the busiest link's wire time + streaming time). The figure that
+/// selects algorithms and protocols, and that calibration fits.
 double predicted_seconds(const std::vector<PhaseCost>& phases, double launch_latency_s,
                          const ProtocolSpec& protocol);
 

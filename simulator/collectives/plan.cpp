@@ -69,6 +69,7 @@ class RingPlan final : public CollectivePlan {
   std::vector<double> phase_pipeline_fill_bytes() const override {
     return {chain_ ? (n_ - 2) * chunk_ : 0.0};
   }
+  std::vector<int> phase_forwarding_steps() const override { return {chain_ ? 1 : steps_}; }
   void phase(int pos, int, CommStep& out) const override {
     out.clear();
     for (int c = 0; c < planner_.channels(); ++c) {
@@ -219,6 +220,7 @@ class HierarchicalPlan final : public CollectivePlan {
   std::vector<int> phase_latency_steps() const override {
     return {per_node_ - 1, 2 * (nodes_ - 1), per_node_ - 1};
   }
+  std::vector<int> phase_forwarding_steps() const override { return phase_latency_steps(); }
   void phase(int pos, int index, CommStep& out) const override {
     out.clear();
     const Neighbours nb = index == 1 ? in_slot_[static_cast<size_t>(pos)] : in_node_[static_cast<size_t>(pos)];

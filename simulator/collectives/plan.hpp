@@ -43,6 +43,12 @@ class CollectivePlan {
   virtual std::vector<double> phase_pipeline_fill_bytes() const {
     return std::vector<double>(static_cast<size_t>(phases()), 0.0);
   }
+  /// Per phase: the store-and-forward steps its data passes one after the other (a ring's steps,
+  /// each forwarding the chunk it received); 1 where the data is already pipelined or not
+  /// forwarded. A streamed protocol pays its rate for 1/steps of the phase's bytes.
+  virtual std::vector<int> phase_forwarding_steps() const {
+    return std::vector<int>(static_cast<size_t>(phases()), 1);
+  }
 
   virtual int lanes() const = 0;
   virtual int step_count(int pos, int lane) const = 0;

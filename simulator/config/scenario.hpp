@@ -96,6 +96,10 @@ struct ProtocolSpec {
   double bandwidth_efficiency = 1.0;
   double base_latency_s = 0;
   double step_latency_s = 0;
+  /// Forwards data as it arrives (NCCL's LL and LL128 lines): a ring's steps overlap, so a phase
+  /// pays the protocol's rate (bandwidth_efficiency x link) for one step's chunk, and its links
+  /// carry the bytes at full speed. Otherwise every step pays it: bytes / efficiency on the wire.
+  bool streamed = false;
 };
 
 /// How collectives behave on this platform (NCCL-like tuning), fitted by calibration.

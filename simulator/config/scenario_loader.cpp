@@ -97,6 +97,7 @@ CollectiveTuning read_collectives(MapReader& parent) {
       assign(protocol.bandwidth_efficiency, read_fraction(p, "bandwidth_efficiency"));
       assign(protocol.base_latency_s, p.quantity("base_latency", false, units::parse_duration));
       assign(protocol.step_latency_s, p.quantity("step_latency", false, units::parse_duration));
+      assign(protocol.streamed, p.boolean("streamed", false));
       p.finish();
       tuning.protocols.push_back(protocol);
     }

@@ -18,12 +18,14 @@ namespace {
 int payload_tag = 0;
 int* sink = nullptr;
 
-/// The protocol's per-step cost, once per message on the algorithm's critical path.
-void add_protocol_step_latency(const CollectivePlan& plan, const ProtocolSpec& protocol) {
-  if (protocol.step_latency_s <= 0) return;
-  int critical_steps = 0;
-  for (int steps : plan.phase_latency_steps()) critical_steps += steps;
-  sg4::this_actor::sleep_for(critical_steps * protocol.step_latency_s);
+/// The protocol's costs that no transfer carries: its per-step cost, once per message on the
+/// algorithm's critical path, and a streamed protocol's rate, once per phase.
+void add_protocol_costs(const PreparedCollective& call) {
+  const ProtocolSpec& protocol = *call.protocol;
+  double seconds = 0;
+  for (int steps : call.plan->phase_latency_steps()) seconds += steps * protocol.step_latency_s;
+  for (const PhaseCost& phase : call.phases) seconds += streaming_seconds(phase, protocol);
+  if (seconds > 0) sg4::this_actor::sleep_for(seconds);
 }
 
 }  // namespace
@@ -120,7 +122,7 @@ void GroupRuntime::run(int position, const PreparedCollective& call, EventCounte
 uint64_t GroupRuntime::post_sends(int position, int lane, const CommStep& step,
                                   const ProtocolSpec& protocol, std::vector<sg4::CommPtr>* sends) {
   for (const Send& send : step.sends) {
-    const auto bytes = static_cast<uint64_t>(std::llround(send.bytes / protocol.bandwidth_efficiency));
+    const auto bytes = static_cast<uint64_t>(std::llround(wire_bytes(send.bytes, protocol)));
     sg4::Mailbox* mailbox = edge(position, send.peer, lane);
     if (sends != nullptr) {
       sends->push_back(send_async(mailbox, bytes));
@@ -174,7 +176,7 @@ void GroupRuntime::run_steps(int position, const PreparedCollective& call,
       counters.transfers += post_sends(position, 0, step, protocol, &in_flight);
     }
     if (!in_flight.empty()) sg4::Comm::wait_all(in_flight);
-    add_protocol_step_latency(plan, protocol);
+    add_protocol_costs(call);
     return;
   }
   std::vector<int> next_step(static_cast<size_t>(lanes), 0);
@@ -210,7 +212,7 @@ void GroupRuntime::run_steps(int position, const PreparedCollective& call,
     recv_lane.erase(recv_lane.begin() + static_cast<std::ptrdiff_t>(done));
     if (--waiting[static_cast<size_t>(lane)] == 0) advance(lane);
   }
-  add_protocol_step_latency(plan, protocol);
+  add_protocol_costs(call);
 }
 
 }  // namespace prismsim

@@ -158,6 +158,11 @@ expect "collective nvls without support" 2 "$prismsim" collective --platform "$a
   --gpus 8 --algo nvls
 expect "collective bad platform value" 2 "$prismsim" collective --platform "$a100" --op all_reduce \
   --gpus 2 --set platform.node.nic.bandwidth=fast
+expect "collective protocol streamed not a boolean" 2 "$prismsim" collective --platform "$a100" \
+  --op all_reduce --gpus 2 --set platform.collectives.protocols.0.streamed=maybe
+same "streamed message" \
+  "--set:1:43: error: 'platform.collectives.protocols.0.streamed' must be true or false, got 'maybe'" \
+  "$(head -1 "$tmp/err")"
 
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -3,7 +3,9 @@
 #include <cmath>
 #include <vector>
 
+#include "collectives/cost_model.hpp"
 #include "in_child.hpp"
+#include "platform/topology.hpp"
 #include "runtime/collective_sweep.hpp"
 
 using namespace prismsim;
@@ -78,6 +80,32 @@ TEST_CASE("a pipelined broadcast takes (n - 1 + chunks - 1) chunk times at both 
     CHECK(timed(p, CollectiveOp::broadcast, n, S, Algorithm::ring, fidelity) ==
           doctest::Approx(expected).epsilon(1e-9));
     CHECK(timed(p, CollectiveOp::reduce, n, S, Algorithm::ring, fidelity) ==
+          doctest::Approx(expected).epsilon(1e-9));
+  }
+}
+
+TEST_CASE("a streamed protocol pays its rate for one ring step, a store-and-forward one at every step") {
+  // Ring all-reduce on 8 GPUs of one node: 2 (n - 1) steps of S/n. Both protocols add their step
+  // latency per step; the store-and-forward one puts S/n / e on the wire at every step, the
+  // streamed one sends at link speed and pays S/n / (e B) once.
+  const int n = 8;
+  const double S = 8e6, a = kNvlinkLatency, B = kNvlinkBps, e = 0.25, step_latency = 3e-7;
+  const double steps = 2.0 * (n - 1);
+  for (bool streamed : {false, true}) {
+    PlatformSpec p = platform(8, 1);
+    p.collectives.protocols = {{"P", e, 0.0, step_latency, streamed}};
+    const double expected = streamed ? steps * (a + step_latency + S / n / B) + S / n / (e * B)
+                                     : steps * (a + step_latency + S / n / (e * B));
+    CAPTURE(streamed);
+    for (auto fidelity : {CollectiveFidelity::step, CollectiveFidelity::coarse}) {
+      CAPTURE(static_cast<int>(fidelity));
+      CHECK(timed(p, CollectiveOp::all_reduce, n, S, Algorithm::ring, fidelity) ==
+            doctest::Approx(expected).epsilon(1e-9));
+    }
+    const Topology topology(p);
+    std::vector<int> gpus(n);
+    for (int i = 0; i < n; ++i) gpus[static_cast<size_t>(i)] = i;
+    CHECK(predicted_call_seconds(gpus, topology, p, CollectiveOp::all_reduce, S, Algorithm::ring) ==
           doctest::Approx(expected).epsilon(1e-9));
   }
 }
