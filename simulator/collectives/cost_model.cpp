@@ -60,7 +60,35 @@ std::vector<PhaseCost> estimate_phases(const CollectivePlan& plan, int group_siz
       cost.bandwidth_s = std::max(cost.bandwidth_s, bytes / bandwidth_Bps);
     }
     load.clear();
+    cost.message_latency_s = cost.latency_steps * cost.max_hop_latency_s;
     if (slowest_Bps > 0) cost.pipeline_fill_s = std::max(0.0, fill_bytes[phase]) / slowest_Bps;
+    // A pipelined phase, hop by hop along its slowest path: the route latency of each hop, and
+    // k chunks through hops h take sum_h chunk / bandwidth_h + (k - 1) chunk / slowest, the
+    // (k - 1) in bandwidth_s. Its other latency steps (one per extra chunk) keep max_hop.
+    double slowest_path_s = -1;
+    for (const PipelinePath& p : plan.phase_paths(static_cast<int>(phase))) {
+      double latency = 0, chunk_times = 0, narrowest_Bps = 0;
+      for (const auto& [from, to] : p.hops) {
+        path.clear();
+        topology.route(gpu_of_position[static_cast<size_t>(from)],
+                       gpu_of_position[static_cast<size_t>(to)], path);
+        double hop_Bps = 0;
+        for (int link : path) {
+          const TopologyLink& l = topology.links()[static_cast<size_t>(link)];
+          latency += l.latency_s;
+          if (hop_Bps == 0 || l.bandwidth_Bps < hop_Bps) hop_Bps = l.bandwidth_Bps;
+        }
+        if (hop_Bps <= 0) continue;
+        chunk_times += p.chunk_bytes / hop_Bps;
+        if (narrowest_Bps == 0 || hop_Bps < narrowest_Bps) narrowest_Bps = hop_Bps;
+      }
+      const double fill = narrowest_Bps > 0 ? chunk_times - p.chunk_bytes / narrowest_Bps : 0;
+      if (latency + fill <= slowest_path_s) continue;
+      slowest_path_s = latency + fill;
+      const int extra_steps = std::max(0, cost.latency_steps - static_cast<int>(p.hops.size()));
+      cost.message_latency_s = latency + extra_steps * cost.max_hop_latency_s;
+      cost.pipeline_fill_s = std::max(0.0, fill);
+    }
   }
   return phases;
 }
@@ -75,7 +103,9 @@ double streaming_seconds(const PhaseCost& phase, const ProtocolSpec& protocol) {
 }
 
 double phase_remainder_seconds(const PhaseCost& phase, const ProtocolSpec& protocol) {
-  return std::max(0, phase.latency_steps - 1) * phase.max_hop_latency_s +
+  // A coarse run simulates one message latency, the largest.
+  const double simulated_latency_s = phase.latency_steps > 0 ? phase.max_hop_latency_s : 0.0;
+  return std::max(0.0, phase.message_latency_s - simulated_latency_s) +
          phase.latency_steps * protocol.step_latency_s +
          wire_bytes(phase.pipeline_fill_s, protocol) + streaming_seconds(phase, protocol);
 }

@@ -13,7 +13,9 @@ struct PhaseCost {
   double bandwidth_s = 0;        ///< busiest link: bytes it carries / its bandwidth
   double max_hop_latency_s = 0;  ///< largest route latency among the phase's messages
   int latency_steps = 0;         ///< sequential message latencies in the full algorithm
-  double pipeline_fill_s = 0;    ///< a pipeline's fill and drain over the slowest link crossed
+  double message_latency_s = 0;  ///< their sum: latency_steps x max_hop_latency_s, or hop by hop
+                                 ///< along the slowest path of a pipelined phase
+  double pipeline_fill_s = 0;    ///< a pipeline's fill and drain: its path's extra chunk times
   int forwarding_steps = 1;      ///< store-and-forward steps the phase's data passes in turn
 };
 

@@ -70,6 +70,17 @@ class RingPlan final : public CollectivePlan {
     return {chain_ ? (n_ - 2) * chunk_ : 0.0};
   }
   std::vector<int> phase_forwarding_steps() const override { return {chain_ ? 1 : steps_}; }
+  std::vector<PipelinePath> phase_paths(int) const override {
+    if (!chain_) return {};
+    PipelinePath path{{}, chunk_};
+    int pos = root_;
+    while (!chain(pos, 0).first) pos = chain(pos, 0).upstream;
+    for (Chain ch = chain(pos, 0); !ch.last; ch = chain(pos, 0)) {
+      path.hops.emplace_back(pos, ch.downstream);
+      pos = ch.downstream;
+    }
+    return {path};
+  }
   void phase(int pos, int, CommStep& out) const override {
     out.clear();
     for (int c = 0; c < planner_.channels(); ++c) {
@@ -152,6 +163,38 @@ class TreePlan final : public CollectivePlan {
   std::vector<int> phase_latency_steps() const override { return {2 * depth_ + chunks_ - 1}; }
   std::vector<double> phase_pipeline_fill_bytes() const override {
     return {(2 * depth_ - 1) * chunk_};
+  }
+  std::vector<PipelinePath> phase_paths(int) const override {
+    std::vector<PipelinePath> paths;
+    for (const auto* tree : trees_) {
+      // The deepest member's chunk goes up to the root, and the result comes back down.
+      auto hops_to_root = [&](int pos) {
+        int hops = 0;
+        for (; (*tree)[static_cast<size_t>(pos)].parent >= 0;
+             pos = (*tree)[static_cast<size_t>(pos)].parent) {
+          ++hops;
+        }
+        return hops;
+      };
+      int deepest = 0, deepest_hops = 0;
+      for (int pos = 0; pos < static_cast<int>(tree->size()); ++pos) {
+        const int hops = hops_to_root(pos);
+        if (hops > deepest_hops) {
+          deepest = pos;
+          deepest_hops = hops;
+        }
+      }
+      PipelinePath path{{}, chunk_};
+      for (int pos = deepest; (*tree)[static_cast<size_t>(pos)].parent >= 0;
+           pos = (*tree)[static_cast<size_t>(pos)].parent) {
+        path.hops.emplace_back(pos, (*tree)[static_cast<size_t>(pos)].parent);
+      }
+      for (size_t i = path.hops.size(); i-- > 0;) {
+        path.hops.emplace_back(path.hops[i].second, path.hops[i].first);
+      }
+      paths.push_back(std::move(path));
+    }
+    return paths;
   }
   void phase(int pos, int, CommStep& out) const override {
     out.clear();

@@ -22,6 +22,12 @@ struct GroupLayout {
   int uniform_members_per_node() const;
 };
 
+/// The hops, in order, that each chunk of a pipelined phase takes: (sender, receiver) positions.
+struct PipelinePath {
+  std::vector<std::pair<int, int>> hops;
+  double chunk_bytes = 0;
+};
+
 /// The schedule of one collective call, in two forms that move the same data:
 /// - coarse: a few phases; in each, every rank posts all its sends and receives at once, and the
 ///   group waits for its slowest member before the next phase;
@@ -49,6 +55,10 @@ class CollectivePlan {
   virtual std::vector<int> phase_forwarding_steps() const {
     return std::vector<int>(static_cast<size_t>(phases()), 1);
   }
+  /// The paths a pipelined phase's chunks take (a tree's deepest member up to the root and back,
+  /// one per tree; a chain from its head): the slowest gives the phase's message latencies and
+  /// fill hop by hop. Empty where every step costs the phase's largest route latency (rings).
+  virtual std::vector<PipelinePath> phase_paths(int /*phase*/) const { return {}; }
 
   virtual int lanes() const = 0;
   virtual int step_count(int pos, int lane) const = 0;

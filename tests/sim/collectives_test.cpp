@@ -1,12 +1,17 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <string>
+#include <tuple>
 #include <vector>
 
 #include "collectives/cost_model.hpp"
 #include "in_child.hpp"
+#include "near.hpp"
 #include "platform/topology.hpp"
 #include "runtime/collective_sweep.hpp"
+
+using prismsim::testing::Near;
 
 using namespace prismsim;
 
@@ -53,17 +58,17 @@ TEST_CASE("ring collectives inside a node match their closed forms at both fidel
   for (auto fidelity : {CollectiveFidelity::step, CollectiveFidelity::coarse}) {
     CAPTURE(static_cast<int>(fidelity));
     CHECK(timed(p, CollectiveOp::all_gather, n, S, Algorithm::ring, fidelity) ==
-          doctest::Approx((n - 1.0) / n * S / B + (n - 1) * a).epsilon(1e-9));
+          Near{(n - 1.0) / n * S / B + (n - 1) * a, 1e-9});
     CHECK(timed(p, CollectiveOp::reduce_scatter, n, S, Algorithm::ring, fidelity) ==
-          doctest::Approx((n - 1.0) / n * S / B + (n - 1) * a).epsilon(1e-9));
+          Near{(n - 1.0) / n * S / B + (n - 1) * a, 1e-9});
     // Pairwise all-to-all: n - 1 exchanges of S/n.
     CHECK(timed(p, CollectiveOp::all_to_all, n, S, Algorithm::direct, fidelity) ==
-          doctest::Approx((n - 1) * (a + S / n / B)).epsilon(fidelity == CollectiveFidelity::step ? 1e-9 : 0.2));
+          Near{(n - 1) * (a + S / n / B), fidelity == CollectiveFidelity::step ? 1e-9 : 0.2});
     // NVLink SHARP: the buffer goes into the switch and back once.
     PlatformSpec sharp = p;
     sharp.nvls = true;
     CHECK(timed(sharp, CollectiveOp::all_reduce, n, S, Algorithm::nvls, fidelity) ==
-          doctest::Approx(S / B + a).epsilon(1e-9));
+          Near{S / B + a, 1e-9});
   }
 }
 
@@ -78,9 +83,9 @@ TEST_CASE("a pipelined broadcast takes (n - 1 + chunks - 1) chunk times at both 
   for (auto fidelity : {CollectiveFidelity::step, CollectiveFidelity::coarse}) {
     CAPTURE(static_cast<int>(fidelity));
     CHECK(timed(p, CollectiveOp::broadcast, n, S, Algorithm::ring, fidelity) ==
-          doctest::Approx(expected).epsilon(1e-9));
+          Near{expected, 1e-9});
     CHECK(timed(p, CollectiveOp::reduce, n, S, Algorithm::ring, fidelity) ==
-          doctest::Approx(expected).epsilon(1e-9));
+          Near{expected, 1e-9});
   }
 }
 
@@ -100,13 +105,13 @@ TEST_CASE("a streamed protocol pays its rate for one ring step, a store-and-forw
     for (auto fidelity : {CollectiveFidelity::step, CollectiveFidelity::coarse}) {
       CAPTURE(static_cast<int>(fidelity));
       CHECK(timed(p, CollectiveOp::all_reduce, n, S, Algorithm::ring, fidelity) ==
-            doctest::Approx(expected).epsilon(1e-9));
+            Near{expected, 1e-9});
     }
     const Topology topology(p);
     std::vector<int> gpus(n);
     for (int i = 0; i < n; ++i) gpus[static_cast<size_t>(i)] = i;
     CHECK(predicted_call_seconds(gpus, topology, p, CollectiveOp::all_reduce, S, Algorithm::ring) ==
-          doctest::Approx(expected).epsilon(1e-9));
+          Near{expected, 1e-9});
   }
 }
 
@@ -119,27 +124,60 @@ TEST_CASE("hierarchical all-reduce adds its three rings") {
   for (auto fidelity : {CollectiveFidelity::step, CollectiveFidelity::coarse}) {
     CAPTURE(static_cast<int>(fidelity));
     CHECK(timed(p, CollectiveOp::all_reduce, m * N, S, Algorithm::hierarchical, fidelity) ==
-          doctest::Approx(2 * intra + inter).epsilon(1e-9));
+          Near{2 * intra + inter, 1e-9});
   }
 }
 
 TEST_CASE("step-by-step and coarse agree for every algorithm where both run") {
+  // Rings, chains and the hierarchical rings agree to rounding (bytes are whole numbers). The step form of the double binary
+  // tree reduces every chunk before it broadcasts any (per tree), and the pairwise all-to-all runs
+  // its shifts one after the other, each as slow as its slowest link; the coarse form overlaps
+  // them, as NCCL does, and is up to 27% and 19% faster here from 4 MB (measured; see
+  // docs/design.md).
   const PlatformSpec p = platform(4, 4);
-  const double S = 32e6;
-  for (auto [op, algorithm] : std::vector<std::pair<CollectiveOp, Algorithm>>{
-           {CollectiveOp::all_reduce, Algorithm::ring},
-           {CollectiveOp::all_reduce, Algorithm::tree},
-           {CollectiveOp::all_reduce, Algorithm::hierarchical},
-           {CollectiveOp::all_gather, Algorithm::ring},
-           {CollectiveOp::broadcast, Algorithm::ring},
-           {CollectiveOp::all_to_all, Algorithm::direct}}) {
-    CAPTURE(to_string(op));
-    CAPTURE(to_string(algorithm));
-    const double step = timed(p, op, 16, S, algorithm, CollectiveFidelity::step);
-    const double coarse = timed(p, op, 16, S, algorithm, CollectiveFidelity::coarse);
-    CAPTURE(step);
-    CAPTURE(coarse);
-    CHECK(coarse == doctest::Approx(step).epsilon(0.10));
+  struct Case {
+    CollectiveOp op;
+    Algorithm algorithm;
+    double tolerance;
+  };
+  for (double S : {256e3, 4e6, 32e6}) {
+    for (const Case& c : std::vector<Case>{
+             {CollectiveOp::all_reduce, Algorithm::ring, 1e-5},
+             {CollectiveOp::all_reduce, Algorithm::tree, 0.30},
+             {CollectiveOp::all_reduce, Algorithm::hierarchical, 1e-5},
+             {CollectiveOp::all_gather, Algorithm::ring, 1e-5},
+             {CollectiveOp::broadcast, Algorithm::ring, 1e-5},
+             {CollectiveOp::all_to_all, Algorithm::direct, 0.25}}) {
+      CAPTURE(S);
+      CAPTURE(std::string(to_string(c.op)));
+      CAPTURE(std::string(to_string(c.algorithm)));
+      const double step = timed(p, c.op, 16, S, c.algorithm, CollectiveFidelity::step);
+      const double coarse = timed(p, c.op, 16, S, c.algorithm, CollectiveFidelity::coarse);
+      CAPTURE(step);
+      CAPTURE(coarse);
+      CHECK(coarse == Near{step, c.tolerance});
+    }
+  }
+}
+
+TEST_CASE("a coarse tree or chain costs its path hop by hop") {
+  // Two nodes of 8: a tree's chains and a broadcast's ring cross NVLink but for two NIC hops,
+  // slower in latency and bandwidth. Charged at the slowest hop throughout, the coarse forms took
+  // 2.2x and 2.7x the step-by-step time at 64 kB; hop by hop the chain agrees to rounding and the
+  // tree within its step form's serialisation (above).
+  const PlatformSpec p = platform(8, 2);
+  for (double S : {64e3, 1e6, 8e6}) {
+    for (auto [op, algorithm, tolerance] : std::vector<std::tuple<CollectiveOp, Algorithm, double>>{
+             {CollectiveOp::all_reduce, Algorithm::tree, 0.20},
+             {CollectiveOp::broadcast, Algorithm::ring, 1e-5}}) {
+      CAPTURE(S);
+      CAPTURE(std::string(to_string(op)));
+      const double step = timed(p, op, 16, S, algorithm, CollectiveFidelity::step);
+      const double coarse = timed(p, op, 16, S, algorithm, CollectiveFidelity::coarse);
+      CAPTURE(step);
+      CAPTURE(coarse);
+      CHECK(coarse == Near{step, tolerance});
+    }
   }
 }
 
@@ -152,7 +190,7 @@ TEST_CASE("all-reduce bus bandwidth approaches the bottleneck link as size grows
     CHECK(busbw > previous);
     previous = busbw;
   }
-  CHECK(previous == doctest::Approx(kNvlinkBps).epsilon(0.01));
+  CHECK(previous == Near{kNvlinkBps, 0.01});
 }
 
 TEST_CASE("oversubscription slows traffic that leaves a leaf switch") {
@@ -205,7 +243,7 @@ TEST_CASE("WAN latency and bandwidth appear exactly in a cross-datacenter exchan
   // switch) and NIC; the 10 GB/s WAN is the bottleneck.
   const double expected = kNicLatency + kHop + 3e-3 + kHop + S / 10e9;
   CHECK(timed(p, CollectiveOp::send_recv, 2, S, Algorithm::direct, CollectiveFidelity::step) ==
-        doctest::Approx(expected).epsilon(1e-9));
+        Near{expected, 1e-9});
 }
 
 TEST_CASE("per-GPU WAN paths limit each GPU's cross-datacenter flow") {
@@ -217,7 +255,7 @@ TEST_CASE("per-GPU WAN paths limit each GPU's cross-datacenter flow") {
   // link and its NIC: a transfer takes S / 2 GB/s.
   const double expected = kNicLatency + kHop + 3e-3 + kHop + S / 2e9;
   CHECK(timed(p, CollectiveOp::send_recv, 2, S, Algorithm::direct, CollectiveFidelity::step) ==
-        doctest::Approx(expected).epsilon(1e-9));
+        Near{expected, 1e-9});
   const Topology topology(p);
   std::vector<int> route;
   topology.route(0, 1, route);

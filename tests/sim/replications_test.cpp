@@ -3,7 +3,10 @@
 #include <numeric>
 
 #include "montecarlo/replications.hpp"
+#include "near.hpp"
 #include "workload/layer_stack.hpp"
+
+using prismsim::testing::Near;
 
 using namespace prismsim;
 
@@ -51,7 +54,7 @@ TEST_CASE("replications return every run in order with its own seed") {
     CHECK(runs[r].ok);
     REQUIRE(runs[r].step_times_s.size() == 3);
     // 0.5 s of compute, then a 2-rank ring: 2 steps of 1 MB at 1 GB/s plus 1 us each.
-    CHECK(runs[r].step_times_s[0] == doctest::Approx(0.5 + 2 * (1e-3 + 1e-6)).epsilon(1e-12));
+    CHECK(runs[r].step_times_s[0] == Near{0.5 + 2 * (1e-3 + 1e-6), 1e-12});
     CHECK(runs[r].counters.transfers == 3 * 2 * 2);
     for (int other = 0; other < r; ++other) CHECK(runs[other].seed != runs[r].seed);
   }

@@ -5,8 +5,11 @@
 
 #include "core/seeds.hpp"
 #include "in_child.hpp"
+#include "near.hpp"
 #include "runtime/simulation.hpp"
 #include "workload/layer_stack.hpp"
+
+using prismsim::testing::Near;
 
 using namespace prismsim;
 
@@ -61,7 +64,7 @@ double simulate_step(Scenario s, CollectiveFidelity fidelity) {
   s.engine.collective_fidelity = fidelity;
   const auto times = simulate(s);
   REQUIRE(times.size() == 2);
-  CHECK(times[0] == doctest::Approx(times[1]).epsilon(1e-12));
+  CHECK(times[0] == Near{times[1], 1e-12});
   return times[1];
 }
 
@@ -76,16 +79,16 @@ TEST_CASE("a ring all-reduce inside one node matches the closed form at both fid
   const double bytes = 16e6;
   const Scenario s = make_scenario(8, {1}, bytes);
   const double expected = kComputeS + ring_closed_form(8, bytes, 100e9, 1e-6);
-  CHECK(simulate_step(s, CollectiveFidelity::step) == doctest::Approx(expected).epsilon(1e-9));
-  CHECK(simulate_step(s, CollectiveFidelity::coarse) == doctest::Approx(expected).epsilon(1e-9));
+  CHECK(simulate_step(s, CollectiveFidelity::step) == Near{expected, 1e-9});
+  CHECK(simulate_step(s, CollectiveFidelity::coarse) == Near{expected, 1e-9});
 }
 
 TEST_CASE("a ring across nodes pays NIC bandwidth and NIC plus switch latency") {
   const double bytes = 64e6;
   const Scenario s = make_scenario(1, {4}, bytes);
   const double expected = kComputeS + ring_closed_form(4, bytes, 25e9, 2e-6 + 5e-7);
-  CHECK(simulate_step(s, CollectiveFidelity::step) == doctest::Approx(expected).epsilon(1e-9));
-  CHECK(simulate_step(s, CollectiveFidelity::coarse) == doctest::Approx(expected).epsilon(1e-9));
+  CHECK(simulate_step(s, CollectiveFidelity::step) == Near{expected, 1e-9});
+  CHECK(simulate_step(s, CollectiveFidelity::coarse) == Near{expected, 1e-9});
 }
 
 TEST_CASE("WAN latency and bandwidth appear exactly across datacenters") {
@@ -94,8 +97,8 @@ TEST_CASE("WAN latency and bandwidth appear exactly across datacenters") {
   // NIC up (2 us + one switch), WAN (1 ms + the far switch), NIC down; the WAN is the bottleneck.
   const double latency = 2e-6 + 5e-7 + 1e-3 + 5e-7;
   const double expected = kComputeS + ring_closed_form(2, bytes, 10e9, latency);
-  CHECK(simulate_step(s, CollectiveFidelity::step) == doctest::Approx(expected).epsilon(1e-9));
-  CHECK(simulate_step(s, CollectiveFidelity::coarse) == doctest::Approx(expected).epsilon(1e-9));
+  CHECK(simulate_step(s, CollectiveFidelity::step) == Near{expected, 1e-9});
+  CHECK(simulate_step(s, CollectiveFidelity::coarse) == Near{expected, 1e-9});
 }
 
 TEST_CASE("step-by-step and coarse rings agree on mixed NVLink and NIC hops") {
@@ -104,7 +107,7 @@ TEST_CASE("step-by-step and coarse rings agree on mixed NVLink and NIC hops") {
   const double coarse = simulate_step(s, CollectiveFidelity::coarse);
   CAPTURE(step);
   CAPTURE(coarse);
-  CHECK(coarse == doctest::Approx(step).epsilon(0.01));
+  CHECK(coarse == Near{step, 0.01});
 }
 
 TEST_CASE("more bandwidth never slows a step and a slower NIC never speeds one") {

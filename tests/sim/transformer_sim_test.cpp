@@ -6,21 +6,21 @@
 
 #include "config/scenario_loader.hpp"
 #include "in_child.hpp"
+#include "near.hpp"
 #include "runtime/simulation.hpp"
 #include "workload/compute_model.hpp"
 #include "workload/pipeline_schedule.hpp"
 #include "workload/transformer_job.hpp"
 #include "workload/transformer_model.hpp"
 
+using prismsim::testing::Near;
+
 using namespace prismsim;
 
 namespace {
 
-/// doctest::Approx relative to the values compared: its default scale of 1 would make it an
-/// absolute tolerance for values below 1 (seconds, fractions).
-doctest::Approx rel(double expected, double epsilon = 1e-9) {
-  return doctest::Approx(expected).epsilon(epsilon).scale(0);
-}
+/// Relative to the values compared (see near.hpp).
+Near rel(double expected, double epsilon = 1e-9) { return {expected, epsilon}; }
 
 const std::string kTinyGpt = PRISMSIM_SOURCE_DIR "/workloads/scenarios/tiny-gpt-h100.yaml";
 
@@ -95,8 +95,8 @@ TEST_CASE("one transformer GPU runs its microbatches' passes and the optimizer b
     REQUIRE(op.kind == Op::Kind::compute);
     segments += job.segments[static_cast<size_t>(op.segment)].seconds;
   }
-  CHECK(segments == rel(expected).epsilon(1e-12));
-  CHECK(simulate_step(s) == rel(expected).epsilon(1e-9));
+  CHECK(segments == rel(expected, 1e-12));
+  CHECK(simulate_step(s) == rel(expected, 1e-9));
 }
 
 namespace {
@@ -128,7 +128,7 @@ void check_pipeline(const Scenario& s, double epsilon) {
       pipeline_makespan(s.parallelism.schedule, p, 1, m, forward, backward, transfer) +
       optimizer_seconds(s, layer_parameters(c.model) + embedding_parameters(c));
   CAPTURE(transfer);
-  CHECK(simulate_step(s) == rel(expected).epsilon(epsilon));
+  CHECK(simulate_step(s) == rel(expected, epsilon));
 }
 
 }  // namespace
@@ -225,7 +225,7 @@ TEST_CASE("overlapping the gradient all-reduce with the backward never lengthens
   const double one_sequential = step(false, nullptr);
   const double one_overlapped = step(true, nullptr);
   CHECK(one_overlapped <= one_sequential * (1 + 1e-9));
-  CHECK(one_overlapped == rel(one_sequential).epsilon(1e-9));
+  CHECK(one_overlapped == rel(one_sequential, 1e-9));
   // 1 MB buckets: one per layer; all but the embedding's overlap the rest of the backward.
   const double many_sequential = step(false, "1MB");
   const double many_overlapped = step(true, "1MB");

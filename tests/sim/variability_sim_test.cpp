@@ -8,8 +8,11 @@
 #include "config/scenario_loader.hpp"
 #include "core/seeds.hpp"
 #include "in_child.hpp"
+#include "near.hpp"
 #include "runtime/simulation.hpp"
 #include "workload/job_builder.hpp"
+
+using prismsim::testing::Near;
 
 using namespace prismsim;
 
@@ -115,7 +118,7 @@ TEST_CASE("collective jitter stretches a network collective by its slowdown") {
   jittered.push_back("variability={network: {jitter: {inter_node: 1.5}}}");
   const double compute = compute_seconds(plain);
   const double step = step_of(plain), slow = step_of(load_scenario(kDp, jittered));
-  CHECK(slow - compute == doctest::Approx(1.5 * (step - compute)).epsilon(1e-9));
+  CHECK(slow - compute == Near{1.5 * (step - compute), 1e-9});
 }
 
 TEST_CASE("transfer jitter stretches a pipeline transfer's bandwidth time by its slowdown") {
@@ -134,7 +137,7 @@ TEST_CASE("transfer jitter stretches a pipeline transfer's bandwidth time by its
   CHECK(step_with("0.5") == plain);  // draws below 1 count as 1
   const double twice = step_with("2"), thrice = step_with("3");
   CHECK(twice > plain);
-  CHECK(thrice - twice == doctest::Approx(twice - plain).epsilon(1e-6));
+  CHECK(thrice - twice == Near{twice - plain, 1e-6});
   // Other scopes' jitter leaves these transfers alone.
   auto inter = base;
   inter.push_back("variability={network: {transfer_jitter: {inter_node: 3}}}");
@@ -187,7 +190,7 @@ TEST_CASE("thermal throttling heats busy GPUs and slows their steps") {
   REQUIRE(hot.size() == 4);
   // Without throttling the clocks stay at 1: the deterministic steps (up to rounding).
   for (int step = 0; step < 3; ++step) {
-    CHECK(cool[step] == doctest::Approx(none[step]).epsilon(1e-12));
+    CHECK(cool[step] == Near{none[step], 1e-12});
   }
   CHECK(cool[3] > 25 + 0.1 * 100);  // busy GPUs heat above the idle steady state
   CHECK(cool[3] <= 25 + 0.1 * 700);

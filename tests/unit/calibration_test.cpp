@@ -11,9 +11,12 @@
 #include "calibration_output.hpp"
 #include "core/diagnostics.hpp"
 #include "json_scanner.hpp"
+#include "near.hpp"
 #include "sample_readers.hpp"
 #include "variability/distribution.hpp"
 #include "variability_calibration.hpp"
+
+using prismsim::testing::Near;
 
 using namespace prismsim;
 
@@ -111,7 +114,7 @@ TEST_CASE("a Kineto trace gives kernels by GPU and collective calls matched acro
   CHECK(set.signatures()[0].kernel_class == "gemm");
   CHECK(set.signatures()[1].name == "all_reduce [2MiB,4MiB) intra_node");
   REQUIRE(set.samples().size() == 3);
-  CHECK(set.samples()[2].seconds == doctest::Approx(20e-6));
+  CHECK(set.samples()[2].seconds == Near{20e-6});
   CHECK(set.matched_calls() == 1);
   CHECK(set.gpu_ids() == std::vector<std::string>{"rank 0", "rank 1"});
   CHECK(set.inputs()[0].zero_length == 1);
@@ -130,8 +133,8 @@ TEST_CASE("a Kineto trace gives kernels by GPU and collective calls matched acro
   }
   std::sort(calls.begin(), calls.end());
   REQUIRE(calls.size() == 2);
-  CHECK(calls[0] == doctest::Approx(20e-6));
-  CHECK(calls[1] == doctest::Approx(30e-6));
+  CHECK(calls[0] == Near{20e-6});
+  CHECK(calls[1] == Near{30e-6});
 }
 
 TEST_CASE("with by_shape, a kernel's signature has its launching operator's input shapes") {
@@ -196,7 +199,7 @@ TEST_CASE("fits choose the family a sample came from, else keep the sample") {
   for (int i = 0; i < 20000; ++i) sample.push_back(lognormal(rng));
   const SlowdownFit fit = fit_slowdowns(sample, options);
   CHECK(fit.chosen == "lognormal");
-  CHECK(fit.distribution.sigma == doctest::Approx(0.05).epsilon(0.03));
+  CHECK(fit.distribution.sigma == Near{0.05, 0.03});
   CHECK(fit.ks_distance < 0.02);
   REQUIRE(fit.families.size() == 3);
   CHECK(fit.families[0].distribution.floor > 0);  // a slowdown's normal stays positive
@@ -207,8 +210,8 @@ TEST_CASE("fits choose the family a sample came from, else keep the sample") {
   const SlowdownFit body = fit_slowdowns(tailed, options);
   CHECK(body.chosen == "lognormal+tail");
   REQUIRE(body.distribution.components.size() == 2);
-  CHECK(body.distribution.components[0].second.sigma == doctest::Approx(0.05).epsilon(0.03));
-  CHECK(body.distribution.components[1].first == doctest::Approx(0.001));
+  CHECK(body.distribution.components[0].second.sigma == Near{0.05, 0.03});
+  CHECK(body.distribution.components[1].first == Near{0.001});
   CHECK(body.distribution.components[1].second.family == DistributionSpec::Family::empirical);
   CHECK(body.ks_distance < 0.02);
 
@@ -245,7 +248,7 @@ TEST_CASE("calibration splits GPU speed from kernel noise and finds the slow nod
   const Calibration c = calibrate(set, options);
   REQUIRE(c.spatial.slow_nodes.size() == 1);
   CHECK(c.spatial.slow_nodes[0].id == "5");
-  CHECK(c.spatial.slow_nodes[0].slowdown == doctest::Approx(1.3).epsilon(0.03));
+  CHECK(c.spatial.slow_nodes[0].slowdown == Near{1.3, 0.03});
   CHECK(c.spatial.slow_gpus.empty());
   REQUIRE(c.spatial.per_gpu.has_value());
   const auto& per_gpu = c.spatial.per_gpu->distribution;
@@ -253,17 +256,17 @@ TEST_CASE("calibration splits GPU speed from kernel noise and finds the slow nod
                                 ? per_gpu.sigma
                                 : std::sqrt(distribution_quantile(per_gpu, 0.8413) /
                                             distribution_quantile(per_gpu, 0.1587)) - 1;
-  CHECK(per_gpu_sd == doctest::Approx(0.03).epsilon(0.25));
+  CHECK(per_gpu_sd == Near{0.03, 0.25});
   CHECK(c.spatial.node_sigma < 0.015);
   // Kernel noise per class, around each signature's nominal.
   REQUIRE(c.targets.size() == 3);
   for (const TargetFit& t : c.targets) {
     CAPTURE(t.target);
     CHECK(t.fit.chosen == "lognormal");
-    CHECK(t.fit.distribution.sigma == doctest::Approx(0.05).epsilon(0.05));
+    CHECK(t.fit.distribution.sigma == Near{0.05, 0.05});
   }
   for (const SignatureFit& s : c.signatures) {
-    CHECK(s.nominal_s == doctest::Approx(nominal_s[s.signature]).epsilon(0.02));
+    CHECK(s.nominal_s == Near{nominal_s[s.signature], 0.02});
   }
 }
 

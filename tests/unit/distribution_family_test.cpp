@@ -8,7 +8,10 @@
 #include <vector>
 
 #include "core/seeds.hpp"
+#include "near.hpp"
 #include "variability/distribution.hpp"
+
+using prismsim::testing::Near;
 
 using namespace prismsim;
 
@@ -108,25 +111,26 @@ TEST_CASE("a constant has a step CDF and a sampler that returns its value withou
 TEST_CASE("a normal with a distant floor has the quantiles of the untruncated normal") {
   // Floor 0 is 20 standard deviations below the mean: truncation removes about 1e-89.
   const DistributionSpec d = normal(1, 0.05, 0);
-  CHECK(distribution_quantile(d, 0.5) == doctest::Approx(1.0).epsilon(1e-12));
+  CHECK(distribution_quantile(d, 0.5) == Near{1.0, 1e-12});
   // p97.5 = mean + 1.959964 sd = 1 + 0.0979982 = 1.0979982; p2.5 mirrors it.
-  CHECK(distribution_quantile(d, 0.975) == doctest::Approx(1.0979982).epsilon(1e-7));
-  CHECK(distribution_quantile(d, 0.025) == doctest::Approx(0.9020018).epsilon(1e-7));
-  CHECK(distribution_cdf(d, 1.05) == doctest::Approx(normal_cdf(1.0)).epsilon(1e-12));
-  CHECK(distribution_mean(d) == doctest::Approx(1.0).epsilon(1e-12));
+  CHECK(distribution_quantile(d, 0.975) == Near{1.0979982, 1e-7});
+  CHECK(distribution_quantile(d, 0.025) == Near{0.9020018, 1e-7});
+  CHECK(distribution_cdf(d, 1.05) == Near{normal_cdf(1.0), 1e-12});
+  CHECK(distribution_mean(d) == Near{1.0, 1e-12});
 }
 
 TEST_CASE("a normal truncated at its mean is a half normal and never draws below its floor") {
   // |Z|: P(|Z| <= x) = 2 Phi(x) - 1, so its quantile at u is z((1 + u) / 2): the median is
   // z(0.75) = 0.6744898 and p95 is z(0.975) = 1.959964; its mean is sqrt(2 / pi) = 0.7978846.
   const DistributionSpec d = normal(0, 1, 0);
-  CHECK(distribution_quantile(d, 0.5) == doctest::Approx(0.6744898).epsilon(1e-7));
-  CHECK(distribution_quantile(d, 0.95) == doctest::Approx(1.959964).epsilon(1e-7));
-  CHECK(distribution_cdf(d, 1.0) == doctest::Approx(2 * normal_cdf(1.0) - 1).epsilon(1e-12));
+  CHECK(distribution_quantile(d, 0.5) == Near{0.6744898, 1e-7});
+  CHECK(distribution_quantile(d, 0.95) == Near{1.959964, 1e-7});
+  CHECK(distribution_cdf(d, 1.0) == Near{2 * normal_cdf(1.0) - 1, 1e-12});
   CHECK(distribution_cdf(d, -0.1) == 0.0);
-  CHECK(distribution_mean(d) == doctest::Approx(0.7978846).epsilon(1e-7));
-  // Just above the floor the density is 2 phi(0) = 0.7978846, so quantile(u) ~ u / 0.7978846.
-  CHECK(distribution_quantile(d, 1e-15) == doctest::Approx(1e-15 / 0.7978846).epsilon(1e-9));
+  CHECK(distribution_mean(d) == Near{0.7978846, 1e-7});
+  // Just above the floor the density is 2 phi(0) = 0.7978846, so quantile(u) ~ u / 0.7978846
+  // (to the precision of the normal quantile at 0.5 + 5e-16, a few units in the last place).
+  CHECK(distribution_quantile(d, 1e-15) == Near{1e-15 / 0.7978846, 1e-3});
 
   const Sampler s(normal(0.2, 0.5, 0));
   double lowest = s.draw(0);
@@ -140,17 +144,17 @@ TEST_CASE("lognormal quantiles are exp(mu + sigma z), also for a heavy sigma of 
   const DistributionSpec d = lognormal(0.1, 0.2);
   // Median exp(0.1) = 1.1051709; p97.5 = exp(0.1 + 0.2 x 1.959964) = 1.6355723;
   // mean exp(mu + sigma^2 / 2) = exp(0.12) = 1.1274969.
-  CHECK(distribution_quantile(d, 0.5) == doctest::Approx(1.1051709).epsilon(1e-7));
-  CHECK(distribution_quantile(d, 0.975) == doctest::Approx(1.6355723).epsilon(1e-7));
-  CHECK(distribution_mean(d) == doctest::Approx(1.1274969).epsilon(1e-7));
+  CHECK(distribution_quantile(d, 0.5) == Near{1.1051709, 1e-7});
+  CHECK(distribution_quantile(d, 0.975) == Near{1.6355723, 1e-7});
+  CHECK(distribution_mean(d) == Near{1.1274969, 1e-7});
 
   const DistributionSpec heavy = lognormal(0, 1, 0.5);
   // Shifted by 0.5: median 1.5; p99 = 0.5 + exp(2.3263479) = 10.7404737; mean 0.5 + exp(0.5).
-  CHECK(distribution_quantile(heavy, 0.5) == doctest::Approx(1.5).epsilon(1e-12));
-  CHECK(distribution_quantile(heavy, 0.99) == doctest::Approx(10.7404737).epsilon(1e-7));
-  CHECK(distribution_mean(heavy) == doctest::Approx(2.1487213).epsilon(1e-7));
+  CHECK(distribution_quantile(heavy, 0.5) == Near{1.5, 1e-12});
+  CHECK(distribution_quantile(heavy, 0.99) == Near{10.7404737, 1e-7});
+  CHECK(distribution_mean(heavy) == Near{2.1487213, 1e-7});
   CHECK(distribution_cdf(heavy, 0.5) == 0.0);
-  CHECK(distribution_cdf(heavy, 1.5) == doctest::Approx(0.5).epsilon(1e-12));
+  CHECK(distribution_cdf(heavy, 1.5) == Near{0.5, 1e-12});
 }
 
 TEST_CASE("gamma quantiles match closed forms for shape 0.5 and shape 9") {
@@ -158,14 +162,14 @@ TEST_CASE("gamma quantiles match closed forms for shape 0.5 and shape 9") {
   // z((1 + u) / 2)^2, so the median is 0.6744898^2 = 0.4549364 and p99 is
   // 2.5758293^2 = 6.6348966; the mean is shape x scale = 1.
   const DistributionSpec chi2 = gamma(0.5, 2);
-  CHECK(distribution_quantile(chi2, 0.5) == doctest::Approx(0.4549364).epsilon(1e-7));
-  CHECK(distribution_quantile(chi2, 0.99) == doctest::Approx(6.6348966).epsilon(1e-7));
-  CHECK(distribution_cdf(chi2, 1.0) == doctest::Approx(2 * normal_cdf(1.0) - 1).epsilon(1e-12));
-  CHECK(distribution_mean(chi2) == doctest::Approx(1.0));
+  CHECK(distribution_quantile(chi2, 0.5) == Near{0.4549364, 1e-7});
+  CHECK(distribution_quantile(chi2, 0.99) == Near{6.6348966, 1e-7});
+  CHECK(distribution_cdf(chi2, 1.0) == Near{2 * normal_cdf(1.0) - 1, 1e-12});
+  CHECK(distribution_mean(chi2) == Near{1.0});
   // Far in the lower tail P(k, t) ~ t^k / Gamma(k + 1): u = sqrt(t / pi) x 2, so t = pi u^2 / 4
   // and x = 2 t.
   CHECK(distribution_quantile(chi2, 1e-12) ==
-        doctest::Approx(2 * 3.14159265358979 * 1e-24 / 4).epsilon(1e-9));
+        Near{2 * 3.14159265358979 * 1e-24 / 4, 1e-9});
 
   // Shape 9 (Erlang): P(9, t) = 1 - exp(-t) sum_{i < 9} t^i / i!, which is 0.5443474 at t = 9.
   const DistributionSpec erlang = gamma(9, 0.1, 1);
@@ -178,24 +182,24 @@ TEST_CASE("gamma quantiles match closed forms for shape 0.5 and shape 9") {
     }
     return 1 - std::exp(-t) * sum;
   };
-  CHECK(erlang_cdf(9) == doctest::Approx(0.5443474).epsilon(1e-7));
+  CHECK(erlang_cdf(9) == Near{0.5443474, 1e-7});
   for (double t : {2.0, 6.0, 9.0, 15.0, 30.0}) {
     CAPTURE(t);
-    CHECK(distribution_cdf(erlang, 1 + 0.1 * t) == doctest::Approx(erlang_cdf(t)).epsilon(1e-12));
+    CHECK(distribution_cdf(erlang, 1 + 0.1 * t) == Near{erlang_cdf(t), 1e-12});
     CHECK(distribution_quantile(erlang, erlang_cdf(t)) ==
-          doctest::Approx(1 + 0.1 * t).epsilon(1e-10));
+          Near{1 + 0.1 * t, 1e-10});
   }
-  CHECK(distribution_mean(erlang) == doctest::Approx(1.9));
+  CHECK(distribution_mean(erlang) == Near{1.9});
 }
 
 TEST_CASE("uniform quantiles are linear") {
   const DistributionSpec d = uniform(2, 6);
-  CHECK(distribution_quantile(d, 0.25) == doctest::Approx(3.0));
-  CHECK(distribution_quantile(d, 0.9) == doctest::Approx(5.6));
-  CHECK(distribution_cdf(d, 5) == doctest::Approx(0.75));
+  CHECK(distribution_quantile(d, 0.25) == Near{3.0});
+  CHECK(distribution_quantile(d, 0.9) == Near{5.6});
+  CHECK(distribution_cdf(d, 5) == Near{0.75});
   CHECK(distribution_cdf(d, 1) == 0.0);
   CHECK(distribution_cdf(d, 7) == 1.0);
-  CHECK(distribution_mean(d) == doctest::Approx(4.0));
+  CHECK(distribution_mean(d) == Near{4.0});
   const Sampler s(d);
   CHECK(s.draw(0) >= 2.0);
   CHECK(s.draw(~uint64_t{0}) <= 6.0);
@@ -209,10 +213,10 @@ TEST_CASE("empirical quantiles are order statistics and draws pick each sample e
   CHECK(distribution_quantile(d, 0.2001) == 2.0);
   CHECK(distribution_quantile(d, 0.5) == 3.0);
   CHECK(distribution_quantile(d, 0.99) == 5.0);
-  CHECK(distribution_cdf(d, 2.5) == doctest::Approx(0.4));
+  CHECK(distribution_cdf(d, 2.5) == Near{0.4});
   CHECK(distribution_cdf(d, 5) == 1.0);
   CHECK(distribution_cdf(d, 0.5) == 0.0);
-  CHECK(distribution_mean(d) == doctest::Approx(3.0));
+  CHECK(distribution_mean(d) == Near{3.0});
 
   const Sampler s(d);
   CHECK_FALSE(s.is_constant());
@@ -237,13 +241,13 @@ TEST_CASE("a mixture's CDF is the weighted sum of its components' and its mean t
   };
   for (double x : {0.8, 1.0, 1.1, 1.5, 2.0, 4.0}) {
     CAPTURE(x);
-    CHECK(distribution_cdf(d, x) == doctest::Approx(cdf(x)).epsilon(1e-12));
+    CHECK(distribution_cdf(d, x) == Near{cdf(x), 1e-12});
   }
   // 0.99 exp(0.1^2 / 2) + 0.01 (1 + 2 x 0.5) = 1.0149624.
-  CHECK(distribution_mean(d) == doctest::Approx(1.0149624).epsilon(1e-7));
+  CHECK(distribution_mean(d) == Near{1.0149624, 1e-7});
   // p99.99 lies in the straggler's tail, between the components' own p99.99.
   const double p9999 = distribution_quantile(d, 0.9999);
-  CHECK(cdf(p9999) == doctest::Approx(0.9999).epsilon(1e-12));
+  CHECK(cdf(p9999) == Near{0.9999, 1e-12});
   CHECK(p9999 > distribution_quantile(lognormal(0, 0.1), 0.9999));
   CHECK(p9999 < distribution_quantile(gamma(2, 0.5, 1), 0.9999));
 }
@@ -255,7 +259,9 @@ TEST_CASE("the CDF inverts the quantile function of every continuous family") {
     for (double u : {1e-12, 1e-6, 0.001, 0.1, 0.5, 0.9, 0.999, 1 - 1e-6}) {
       CAPTURE(name);
       CAPTURE(u);
-      CHECK(distribution_cdf(d, distribution_quantile(d, u)) == doctest::Approx(u).epsilon(1e-9));
+      // Relative 1e-9, or 1e-15 absolute: near a floor the quantile is a double close to it,
+      // so a tiny u round-trips only to a unit in its last place (uniform: 1e-16 / width).
+      CHECK(distribution_cdf(d, distribution_quantile(d, u)) == Near{u, std::max(1e-9, 1e-15 / u)});
     }
   }
 }
@@ -313,14 +319,14 @@ TEST_CASE("sampler tails match exact quantiles to 1e-3 relative far beyond p99.9
       const uint64_t word = (m << 11) - 1;
       const double lower = distribution_quantile(d, (static_cast<double>(word) + 0.5) * 0x1p-64);
       const double upper = distribution_quantile(d, 1 - static_cast<double>(m) * 0x1p-53);
-      CHECK(s.draw(~word) == doctest::Approx(upper).epsilon(1e-3));
-      CHECK(s.draw(word) == doctest::Approx(lower).epsilon(1e-3));
+      CHECK(s.draw(~word) == Near{upper, 1e-3});
+      CHECK(s.draw(word) == Near{lower, 1e-3});
     }
     for (double u : {1e-6, 1e-4, 1 - 1e-4, 1 - 1e-6}) {
       CAPTURE(name);
       CAPTURE(u);
       const auto word = static_cast<uint64_t>(u * 0x1p64);
-      CHECK(s.draw(word) == doctest::Approx(distribution_quantile(d, u)).epsilon(1e-3));
+      CHECK(s.draw(word) == Near{distribution_quantile(d, u), 1e-3});
     }
   }
 }

@@ -1,7 +1,10 @@
 #include <doctest/doctest.h>
 
 #include "core/seeds.hpp"
+#include "near.hpp"
 #include "stats/distribution.hpp"
+
+using prismsim::testing::Near;
 
 using namespace prismsim;
 
@@ -9,19 +12,19 @@ TEST_CASE("quantiles interpolate linearly between order statistics") {
   const std::vector<double> sorted = {1, 2, 3, 4, 5};
   CHECK(quantile_sorted(sorted, 0.0) == 1.0);
   CHECK(quantile_sorted(sorted, 0.5) == 3.0);
-  CHECK(quantile_sorted(sorted, 0.9) == doctest::Approx(4.6));
+  CHECK(quantile_sorted(sorted, 0.9) == Near{4.6});
   CHECK(quantile_sorted(sorted, 1.0) == 5.0);
 }
 
 TEST_CASE("a summary gives mean sample deviation and percentiles of any order") {
   const DistributionSummary s = summarize({4, 1, 3, 2});
   CHECK(s.count == 4);
-  CHECK(s.mean == doctest::Approx(2.5));
-  CHECK(s.std == doctest::Approx(1.2909944487));
+  CHECK(s.mean == Near{2.5});
+  CHECK(s.std == Near{1.2909944487});
   CHECK(s.min == 1.0);
   CHECK(s.max == 4.0);
-  CHECK(s.p50 == doctest::Approx(2.5));
-  CHECK(s.p99 == doctest::Approx(3.97));
+  CHECK(s.p50 == Near{2.5});
+  CHECK(s.p99 == Near{3.97});
   CHECK(summarize({}).count == 0);
   CHECK(summarize({7}).std == 0.0);
 }
@@ -44,7 +47,7 @@ TEST_CASE("bootstrap intervals cover the population quantile at about their leve
   }
   CHECK(covered >= 180);  // 95% of 200 = 190; binomial sd about 3
   CHECK(covered <= 198);
-  CHECK(width == doctest::Approx(0.098).epsilon(0.15));
+  CHECK(width == Near{0.098, 0.15});
 }
 
 TEST_CASE("bootstrap intervals are deterministic and degenerate for identical runs") {
@@ -66,8 +69,8 @@ TEST_CASE("the KS distance of a sample to itself is 0 and to a shifted copy as c
   CHECK(ks_distance(a, a) == 0.0);
   CHECK(ks_distance(a, {5, 4, 3, 2, 1}) == 0.0);
   // Shifted by 2.5: at x = 3, F_a = 3/5 and F_b = 0; at x = 5, F_a = 1 and F_b = 2/5: 3/5.
-  CHECK(ks_distance(a, {3.5, 4.5, 5.5, 6.5, 7.5}) == doctest::Approx(0.6));
+  CHECK(ks_distance(a, {3.5, 4.5, 5.5, 6.5, 7.5}) == Near{0.6});
   // Disjoint samples are at distance 1; ties count on both sides.
   CHECK(ks_distance({1, 2}, {3, 4}) == 1.0);
-  CHECK(ks_distance({1, 1, 2}, {1, 2, 2}) == doctest::Approx(1.0 / 3));
+  CHECK(ks_distance({1, 1, 2}, {1, 2, 2}) == Near{1.0 / 3});
 }

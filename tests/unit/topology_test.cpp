@@ -2,7 +2,10 @@
 
 #include <vector>
 
+#include "near.hpp"
 #include "platform/topology.hpp"
+
+using prismsim::testing::Near;
 
 using namespace prismsim;
 
@@ -51,22 +54,22 @@ TEST_CASE("routes take NVLink inside a node and the fabric across nodes") {
     REQUIRE(path.size() == 2);
     CHECK(t.link_name(path[0]) == "gpu1-nvlink-up");
     CHECK(t.link_name(path[1]) == "gpu2-nvlink-down");
-    CHECK(t.route_latency(1, 2) == doctest::Approx(1e-6));
-    CHECK(min_bandwidth(t, path) == doctest::Approx(400e9));
+    CHECK(t.route_latency(1, 2) == Near{1e-6});
+    CHECK(min_bandwidth(t, path) == Near{400e9});
   }
   SUBCASE("neighbouring leaf switches: NIC, leaf uplink and downlink, NIC") {
     // GPUs 0..3 are node 0; a leaf holds 4 NICs, so node 1 is on the next leaf.
     t.route(3, 4, path);
     REQUIRE(path.size() == 4);  // nic, leaf up bundle, leaf down bundle, nic
-    CHECK(t.route_latency(3, 4) == doctest::Approx(2e-6 + 3e-7));
+    CHECK(t.route_latency(3, 4) == Near{2e-6 + 3e-7});
   }
   SUBCASE("other pod: up to the top tier, oversubscribed aggregation bundle") {
     t.route(0, 30, path);  // pod of 24 NICs: GPU 30 is in pod 1
     REQUIRE(path.size() == 6);
     CHECK(t.link_name(path[2]) == "a-tier2-group0-up");
     // The aggregation tier's uplink carries 24 NICs x 50 GB/s / 3.
-    CHECK(t.links()[static_cast<size_t>(path[2])].bandwidth_Bps == doctest::Approx(400e9));
-    CHECK(t.route_latency(0, 30) == doctest::Approx(2e-6 + 5e-7));
+    CHECK(t.links()[static_cast<size_t>(path[2])].bandwidth_Bps == Near{400e9});
+    CHECK(t.route_latency(0, 30) == Near{2e-6 + 5e-7});
     // The leaf tier is non-blocking (its 4 NICs can never fill its uplink): left out of the
     // simulated routes; the oversubscribed tier above, the NICs and the WAN stay.
     CHECK_FALSE(t.links()[static_cast<size_t>(path[1])].can_saturate);
@@ -78,8 +81,8 @@ TEST_CASE("routes take NVLink inside a node and the fabric across nodes") {
     t.route(0, 50, path);
     REQUIRE(path.size() == 7);
     CHECK(t.link_name(path[3]) == "wan-a-b");
-    CHECK(min_bandwidth(t, path) == doctest::Approx(10e9));
-    CHECK(t.route_latency(0, 50) == doctest::Approx(2e-6 + 1e-3 + 6e-7));
+    CHECK(min_bandwidth(t, path) == Near{10e9});
+    CHECK(t.route_latency(0, 50) == Near{2e-6 + 1e-3 + 6e-7});
     path.clear();
     t.route(50, 0, path);
     CHECK(t.link_name(path[3]) == "wan-b-a");

@@ -11,9 +11,10 @@
 #include <tuple>
 #include <vector>
 
-#include "config/scenario_loader.hpp"
 #include "collectives/cost_model.hpp"
+#include "config/scenario_loader.hpp"
 #include "core/diagnostics.hpp"
+#include "near.hpp"
 #include "platform/topology.hpp"
 #include "workload/compute_model.hpp"
 #include "workload/memory_estimate.hpp"
@@ -21,15 +22,14 @@
 #include "workload/transformer_job.hpp"
 #include "workload/transformer_model.hpp"
 
+using prismsim::testing::Near;
+
 using namespace prismsim;
 
 namespace {
 
-/// doctest::Approx relative to the values compared: its default scale of 1 would make it an
-/// absolute tolerance for values below 1 (seconds, fractions).
-doctest::Approx rel(double expected, double epsilon = 1e-9) {
-  return doctest::Approx(expected).epsilon(epsilon).scale(0);
-}
+/// Relative to the values compared (see near.hpp).
+Near rel(double expected, double epsilon = 1e-9) { return {expected, epsilon}; }
 
 const std::string kTinyGpt = PRISMSIM_SOURCE_DIR "/workloads/scenarios/tiny-gpt-h100.yaml";
 
@@ -205,8 +205,8 @@ TEST_CASE("Llama 3 models have their published parameter counts") {
                           "/workloads/" + c.file + ".yaml\nparallelism: {gpus: 8, tp: 8}\n"));
     LayerContext context = layer_context(s);
     context.tp = 1;  // 128256 is a multiple of 128: no padding
-    CHECK(model_parameters(context) == rel(c.by_hand).epsilon(1e-12));
-    CHECK(model_parameters(context) == rel(c.expected).epsilon(0.01));
+    CHECK(model_parameters(context) == rel(c.by_hand, 1e-12));
+    CHECK(model_parameters(context) == rel(c.expected, 0.01));
   }
 }
 
@@ -338,7 +338,7 @@ GpuSpec test_gpu() {
 TEST_CASE("gemm efficiency is the peak fraction times x / (x + half size) per dimension") {
   const GpuSpec gpu = test_gpu();
   CHECK(gemm_efficiency(gpu.compute, 100, 300, 900) == rel(0.75 * 0.5 * 0.75 * 0.9));
-  CHECK(gemm_efficiency(gpu.compute, 1e9, 1e9, 1e9) == rel(0.75).epsilon(1e-6));
+  CHECK(gemm_efficiency(gpu.compute, 1e9, 1e9, 1e9) == rel(0.75, 1e-6));
 }
 
 TEST_CASE("a GEMM records its shape, flops and operand bytes") {
@@ -355,31 +355,31 @@ TEST_CASE("kernel time without overhead is the slower of compute and memory (roo
     const KernelWork g = gemm("big", 8192, 8192, 8192, 2);
     const double efficiency = 0.75 * std::pow(8192.0 / 8292.0, 3);
     const double expected = 2.0 * 8192 * 8192 * 8192 / (1e15 * efficiency);
-    CHECK(kernel_seconds(g, gpu, Precision::bf16) == rel(expected).epsilon(1e-12));
-    CHECK(kernel_seconds(g, gpu, Precision::fp8) == rel(expected / 2).epsilon(1e-12));
+    CHECK(kernel_seconds(g, gpu, Precision::bf16) == rel(expected, 1e-12));
+    CHECK(kernel_seconds(g, gpu, Precision::fp8) == rel(expected / 2, 1e-12));
   }
   SUBCASE("an element-wise kernel is memory-bound") {
     const KernelWork e = memory_bound("add", 3e9);
-    CHECK(kernel_seconds(e, gpu, Precision::bf16) == rel(3e9 / (2e12 * 0.9)).epsilon(1e-12));
+    CHECK(kernel_seconds(e, gpu, Precision::bf16) == rel(3e9 / (2e12 * 0.9), 1e-12));
   }
   SUBCASE("a skinny GEMM is memory-bound") {
     // 1 x 16384 x 16384: 5.4e8 flops at 1e15 x 0.75 x (1/101) x ~1 x ~1 take ~7.3e-5 s; its 5.4e8
     // bytes at 1.8e12 B/s take 3e-4 s.
     const KernelWork g = gemm("gemv", 1, 16384, 16384, 2);
     const double bytes = (16384.0 + 16384.0 * 16384 + 16384) * 2;
-    CHECK(kernel_seconds(g, gpu, Precision::bf16) == rel(bytes / 1.8e12).epsilon(1e-12));
+    CHECK(kernel_seconds(g, gpu, Precision::bf16) == rel(bytes / 1.8e12, 1e-12));
   }
   SUBCASE("attention runs at the attention efficiency") {
     KernelWork a;
     a.kernel_class = KernelClass::attention;
     a.flops = 1e12;
     a.bytes = 1e6;
-    CHECK(kernel_seconds(a, gpu, Precision::bf16) == rel(1e12 / (1e15 * 0.5)).epsilon(1e-12));
+    CHECK(kernel_seconds(a, gpu, Precision::bf16) == rel(1e12 / (1e15 * 0.5), 1e-12));
   }
   SUBCASE("the optimizer moves 36 bytes per parameter") {
     const KernelWork adam = optimizer_step(1e9);
     CHECK(adam.kernel_class == KernelClass::optimizer);
-    CHECK(kernel_seconds(adam, gpu, Precision::bf16) == rel(36e9 / 1.8e12).epsilon(1e-12));
+    CHECK(kernel_seconds(adam, gpu, Precision::bf16) == rel(36e9 / 1.8e12, 1e-12));
   }
 }
 
@@ -389,9 +389,9 @@ TEST_CASE("kernel time is the largest of compute, memory and launch overhead") {
   const KernelWork g = gemm("big", 8192, 8192, 8192, 2);
   const double efficiency = 0.75 * std::pow(8192.0 / 8292.0, 3);
   CHECK(kernel_seconds(g, gpu, Precision::bf16) ==
-        rel(2.0 * 8192 * 8192 * 8192 / (1e15 * efficiency)).epsilon(1e-12));
+        rel(2.0 * 8192 * 8192 * 8192 / (1e15 * efficiency), 1e-12));
   CHECK(kernel_seconds(memory_bound("add", 3e9), gpu, Precision::bf16) ==
-        rel(3e9 / (2e12 * 0.9)).epsilon(1e-12));
+        rel(3e9 / (2e12 * 0.9), 1e-12));
   // 1 MB moves in 0.56 us, a 64^3 GEMM computes in 0.01 us: both wait for the host's 5 us.
   CHECK(kernel_seconds(memory_bound("small", 1e6), gpu, Precision::bf16) == rel(5e-6));
   CHECK(kernel_seconds(gemm("small", 64, 64, 64, 2), gpu, Precision::bf16) == rel(5e-6));
@@ -513,9 +513,9 @@ TEST_CASE("a 1F1B or GPipe step of equal stages takes (m + p - 1)(f + b)") {
         CAPTURE(m);
         const std::vector<double> fs(static_cast<size_t>(p), f), bs(static_cast<size_t>(p), b);
         const double makespan = pipeline_makespan(schedule, p, 1, m, fs, bs, 0.0);
-        CHECK(makespan == rel((m + p - 1) * (f + b)).epsilon(1e-12));
+        CHECK(makespan == rel((m + p - 1) * (f + b), 1e-12));
         const double bubble = (makespan - m * (f + b)) / makespan;
-        CHECK(bubble == doctest::Approx((p - 1.0) / (m + p - 1)).epsilon(1e-12));
+        CHECK(bubble == Near{(p - 1.0) / (m + p - 1), 1e-12});
       }
     }
   }
@@ -532,7 +532,7 @@ TEST_CASE("GPipe with transfers: every receiving stage pays each transfer before
       CAPTURE(m);
       const std::vector<double> fs(static_cast<size_t>(p), f), bs(static_cast<size_t>(p), b);
       CHECK(pipeline_makespan(PipelineSchedule::gpipe, p, 1, m, fs, bs, t) ==
-            rel((f + b) + (m + p - 2) * (f + b + 2 * t)).epsilon(1e-12));
+            rel((f + b) + (m + p - 2) * (f + b + 2 * t), 1e-12));
     }
   }
   // One microbatch through 1F1B is the same chain.
@@ -557,9 +557,9 @@ TEST_CASE("interleaving v chunks divides the bubble by v") {
         const double plain = pipeline_makespan(PipelineSchedule::one_f_one_b, p, 1, m, f1, b1, 0);
         CHECK(interleaved < plain);
         // Narayanan et al. 2021: bubble (p - 1)(f + b) / v.
-        CHECK(interleaved == rel((m + (p - 1.0) / v) * (f + b)).epsilon(1e-12));
+        CHECK(interleaved == rel((m + (p - 1.0) / v) * (f + b), 1e-12));
         const double bubble = (interleaved - m * (f + b)) / interleaved;
-        CHECK(bubble == rel((p - 1.0) / (v * m + p - 1)).epsilon(1e-12));
+        CHECK(bubble == rel((p - 1.0) / (v * m + p - 1), 1e-12));
       }
     }
   }
@@ -611,18 +611,18 @@ TEST_CASE("layer activations follow Korthikanti et al. for a GPT layer") {
     CAPTURE(t);
     const double no_sp = s * b * h * (10 + 24.0 / t + 5 * a * s / (h * t));
     CHECK(layer_activation_bytes(gpt_scenario(t, false, Recompute::none)) ==
-          rel(no_sp).epsilon(1e-12));
+          rel(no_sp, 1e-12));
     const double sp = s * b * h * (34.0 / t + 5 * a * s / (h * t));
     CHECK(layer_activation_bytes(gpt_scenario(t, t > 1, Recompute::none)) ==
-          rel(sp).epsilon(1e-12));
+          rel(sp, 1e-12));
     // Full recompute keeps the layer's input only.
     CHECK(layer_activation_bytes(gpt_scenario(t, false, Recompute::full)) ==
-          rel(s * b * h * 2).epsilon(1e-12));
+          rel(s * b * h * 2, 1e-12));
     CHECK(layer_activation_bytes(gpt_scenario(t, t > 1, Recompute::full)) ==
-          rel(s * b * h * 2 / t).epsilon(1e-12));
+          rel(s * b * h * 2 / t, 1e-12));
     // Selective recompute drops the attention scores: 34 s b h / t with sequence parallelism.
     CHECK(layer_activation_bytes(gpt_scenario(t, t > 1, Recompute::selective)) ==
-          rel(s * b * h * 34.0 / t).epsilon(1e-12));
+          rel(s * b * h * 34.0 / t, 1e-12));
   }
 }
 
@@ -631,7 +631,7 @@ TEST_CASE("flash attention saves only fp32 softmax statistics") {
   sc.workload.model.attention = AttentionKernel::flash;
   const double s = 2048, b = 2, h = 1024, a = 16;
   CHECK(layer_activation_bytes(sc) ==
-        rel(s * b * h * (10 + 24.0 / 2) + b * a * s * 4 / 2).epsilon(1e-12));
+        rel(s * b * h * (10 + 24.0 / 2) + b * a * s * 4 / 2, 1e-12));
 }
 
 namespace {

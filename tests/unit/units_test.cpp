@@ -5,17 +5,20 @@
 
 #include "core/text.hpp"
 #include "core/units.hpp"
+#include "near.hpp"
+
+using prismsim::testing::Near;
 
 using namespace prismsim::units;
 
 TEST_CASE("bandwidths are parsed in bits or bytes per second") {
   std::string error;
-  CHECK(*parse_bandwidth("400Gbps", &error) == doctest::Approx(50e9));
-  CHECK(*parse_bandwidth("400 Gb/s", &error) == doctest::Approx(50e9));
-  CHECK(*parse_bandwidth("450GBps", &error) == doctest::Approx(450e9));
-  CHECK(*parse_bandwidth("3.35TB/s", &error) == doctest::Approx(3.35e12));
-  CHECK(*parse_bandwidth("1GiBps", &error) == doctest::Approx(1073741824.0));
-  CHECK(*parse_bandwidth("100kbps", &error) == doctest::Approx(12500.0));
+  CHECK(*parse_bandwidth("400Gbps", &error) == Near{50e9});
+  CHECK(*parse_bandwidth("400 Gb/s", &error) == Near{50e9});
+  CHECK(*parse_bandwidth("450GBps", &error) == Near{450e9});
+  CHECK(*parse_bandwidth("3.35TB/s", &error) == Near{3.35e12});
+  CHECK(*parse_bandwidth("1GiBps", &error) == Near{1073741824.0});
+  CHECK(*parse_bandwidth("100kbps", &error) == Near{12500.0});
 }
 
 TEST_CASE("malformed bandwidths are rejected with a reason") {
@@ -33,21 +36,21 @@ TEST_CASE("malformed bandwidths are rejected with a reason") {
 
 TEST_CASE("durations sizes and compute rates use their units") {
   std::string error;
-  CHECK(*parse_duration("5us", &error) == doctest::Approx(5e-6));
-  CHECK(*parse_duration("12ms", &error) == doctest::Approx(12e-3));
-  CHECK(*parse_duration("500ns", &error) == doctest::Approx(5e-7));
+  CHECK(*parse_duration("5us", &error) == Near{5e-6});
+  CHECK(*parse_duration("12ms", &error) == Near{12e-3});
+  CHECK(*parse_duration("500ns", &error) == Near{5e-7});
   CHECK(*parse_duration("0s", &error) == 0.0);
   CHECK_FALSE(parse_duration("-1us", &error));
-  CHECK(*parse_bytes("80GiB", &error) == doctest::Approx(80.0 * 1073741824.0));
-  CHECK(*parse_bytes("1.5GB", &error) == doctest::Approx(1.5e9));
+  CHECK(*parse_bytes("80GiB", &error) == Near{80.0 * 1073741824.0});
+  CHECK(*parse_bytes("1.5GB", &error) == Near{1.5e9});
   CHECK(*parse_bytes("4096", &error) == 4096.0);
-  CHECK(*parse_flop_rate("989Tflops", &error) == doctest::Approx(989e12));
-  CHECK(*parse_flop_rate("312 TFLOP/s", &error) == doctest::Approx(312e12));
+  CHECK(*parse_flop_rate("989Tflops", &error) == Near{989e12});
+  CHECK(*parse_flop_rate("312 TFLOP/s", &error) == Near{312e12});
   CHECK_FALSE(parse_flop_rate("989T", &error));
-  CHECK(*parse_flops("1.2Tflop", &error) == doctest::Approx(1.2e12));
-  CHECK(*parse_flops("3.5e12", &error) == doctest::Approx(3.5e12));
-  CHECK(*parse_count("50M", &error) == doctest::Approx(50e6));
-  CHECK(*parse_count("7e9", &error) == doctest::Approx(7e9));
+  CHECK(*parse_flops("1.2Tflop", &error) == Near{1.2e12});
+  CHECK(*parse_flops("3.5e12", &error) == Near{3.5e12});
+  CHECK(*parse_count("50M", &error) == Near{50e6});
+  CHECK(*parse_count("7e9", &error) == Near{7e9});
 }
 
 TEST_CASE("text tables split into fields and numbers parse whole") {

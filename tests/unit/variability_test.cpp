@@ -8,10 +8,13 @@
 
 #include "config/scenario_loader.hpp"
 #include "core/diagnostics.hpp"
+#include "near.hpp"
 #include "platform/topology.hpp"
 #include "variability/thermal.hpp"
 #include "variability/variation.hpp"
 #include "workload/job_builder.hpp"
+
+using prismsim::testing::Near;
 
 using namespace prismsim;
 
@@ -80,13 +83,13 @@ TEST_CASE("the thermal model settles at its closed-form steady state under const
   spec.busy_power_w = 700;
   spec.throttle_c = 200;  // never reached: 25 + 0.08 x 700 = 81 C
   const ThermalModel model(spec);
-  CHECK(model.initial_c(25) == doctest::Approx(25 + 0.08 * 100));
+  CHECK(model.initial_c(25) == Near{25 + 0.08 * 100});
   double t = model.initial_c(25);
   for (int second = 0; second < 600; ++second) t = model.advance(t, 25, 1.0, 1.0, model.clock(t));
-  CHECK(t == doctest::Approx(81.0).epsilon(1e-9));
+  CHECK(t == Near{81.0, 1e-9});
   // One time constant covers 1 - 1/e of the way.
   const double after_tau = model.advance(33, 25, 20, 1.0, 1.0);
-  CHECK(after_tau == doctest::Approx(81 - 48 * std::exp(-1.0)));
+  CHECK(after_tau == Near{81 - 48 * std::exp(-1.0)});
 
   SUBCASE("above the throttle temperature the clock derates until heat balances") {
     spec.throttle_c = 70;
@@ -104,7 +107,7 @@ TEST_CASE("the thermal model settles at its closed-form steady state under const
       const double f = 1 - 0.02 * (mid - 70);
       (25 + 0.08 * (100 + 600 * f * f * f) > mid ? low : high) = mid;
     }
-    CHECK(temperature == doctest::Approx(low).epsilon(1e-6));
+    CHECK(temperature == Near{low, 1e-6});
     CHECK(hot.clock(temperature) < 1.0);
     CHECK(hot.clock(69.9) == 1.0);
     CHECK(hot.clock(1000) == spec.min_clock);
@@ -113,8 +116,8 @@ TEST_CASE("the thermal model settles at its closed-form steady state under const
     spec.power_cap_w = 500;
     const ThermalModel capped(spec);
     const double clock = capped.clock(30);
-    CHECK(clock == doctest::Approx(std::cbrt(400.0 / 600.0)));
-    CHECK(capped.power_w(1.0, clock) == doctest::Approx(500));
+    CHECK(clock == Near{std::cbrt(400.0 / 600.0)});
+    CHECK(capped.power_w(1.0, clock) == Near{500});
   }
 }
 
@@ -126,8 +129,8 @@ TEST_CASE("a variability section is read with its parameters normalised") {
   const VariabilitySpec& v = s.variability;
   const DistributionSpec& gemm = v.kernel_classes.at("gemm");
   CHECK(gemm.family == DistributionSpec::Family::lognormal);
-  CHECK(gemm.mu == doctest::Approx(std::log(1.0) - 0.02));  // mean - shift = exp(mu + s^2/2)
-  CHECK(v.kernel_classes.at("attention").scale == doctest::Approx(0.3));
+  CHECK(gemm.mu == Near{std::log(1.0) - 0.02});  // mean - shift = exp(mu + s^2/2)
+  CHECK(v.kernel_classes.at("attention").scale == Near{0.3});
   CHECK(v.thermal.time_constant_s == 20);
   CHECK(v.thermal.ambient_per_rack);
   CHECK(v.regimes.size() == 3);
@@ -191,8 +194,8 @@ TEST_CASE("a source's draws do not depend on which other sources are on") {
   for (int i = 0; i < 5; ++i) {
     const double alone = a.execute(0, {op}, 0, 0).seconds - communication;
     CHECK(b.execute(0, {op}, 0, 0).seconds - communication ==
-          doctest::Approx(2 * alone).epsilon(1e-12));
-    CHECK(c.execute(0, {op}, 0, 0).seconds - communication != doctest::Approx(alone).epsilon(1e-6));
+          Near{2 * alone, 1e-12});
+    CHECK(c.execute(0, {op}, 0, 0).seconds - communication != Near{alone, 1e-6});
   }
 }
 
@@ -203,7 +206,7 @@ TEST_CASE("a lockstep group's execution lasts as long as its slowest member's") 
   const Op* op = f.first_compute(0);
   RunVariation run(f.model, 1);
   CHECK(run.execute(0, {op}, 0, 0).seconds ==
-        doctest::Approx(1.5 * f.compute_s(op) + f.communication_s(op)).epsilon(1e-12));
+        Near{1.5 * f.compute_s(op) + f.communication_s(op), 1e-12});
 }
 
 TEST_CASE("a slow node placed by grid coordinates slows the ranks on that node only") {
@@ -218,7 +221,7 @@ TEST_CASE("a slow node placed by grid coordinates slows the ranks on that node o
   for (int rank : {8, 10, 12, 14}) {
     const Op* op = f.first_compute(rank);
     CHECK(run.execute(rank, {op}, 0, 0).seconds ==
-          doctest::Approx(2 * f.compute_s(op) + f.communication_s(op)).epsilon(1e-12));
+          Near{2 * f.compute_s(op) + f.communication_s(op), 1e-12});
   }
 }
 
@@ -235,9 +238,9 @@ TEST_CASE("network regimes are drawn per step with their probabilities") {
     CHECK(run.regime(step) == r);  // the same step, the same regime
   }
   // Binomial standard deviations: 0.0032, 0.0028, 0.0021.
-  CHECK(counts[0] / double(steps) == doctest::Approx(0.7).epsilon(0.02));
-  CHECK(counts[1] / double(steps) == doctest::Approx(0.2).epsilon(0.05));
-  CHECK(counts[2] / double(steps) == doctest::Approx(0.1).epsilon(0.1));
+  CHECK(counts[0] / double(steps) == Near{0.7, 0.02});
+  CHECK(counts[1] / double(steps) == Near{0.2, 0.05});
+  CHECK(counts[2] / double(steps) == Near{0.1, 0.1});
 }
 
 TEST_CASE("collective jitter is a slowdown drawn per call and shared by its members") {

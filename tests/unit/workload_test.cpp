@@ -1,8 +1,11 @@
 #include <doctest/doctest.h>
 
 #include "config/scenario_loader.hpp"
+#include "near.hpp"
 #include "workload/layer_stack.hpp"
 #include "workload/placement.hpp"
+
+using prismsim::testing::Near;
 
 using namespace prismsim;
 
@@ -29,9 +32,9 @@ TEST_CASE("a layer-stack step is forward and backward per microbatch then one al
   double compute_s = 0;
   for (size_t i = 0; i + 1 < program.streams[0].size(); ++i) compute_s += program.streams[0][i].seconds;
   const double flops = 4 * 32 * 3 * 1.79e12;
-  CHECK(compute_s == doctest::Approx(flops / (989e12 * 0.5)));
+  CHECK(compute_s == Near{flops / (989e12 * 0.5)});
   const Op& reduce = program.streams[0].back();
   CHECK(reduce.kind == Op::Kind::collective);
   CHECK(reduce.collective == CollectiveOp::all_reduce);
-  CHECK(reduce.bytes == doctest::Approx(202e6 * 32 * 2));
+  CHECK(reduce.bytes == Near{202e6 * 32 * 2});
 }
