@@ -40,9 +40,9 @@ double streaming_seconds(const PhaseCost& phase, const ProtocolSpec& protocol);
 /// message latency and the busiest link's transfer (sent at wire_bytes), then waits this long.
 double phase_remainder_seconds(const PhaseCost& phase, const ProtocolSpec& protocol);
 
-/// Predicted duration: launch + protocol base latency + per phase (latency_steps x (hop +
-/// protocol step latency) + the busiest link's wire time + streaming time). The figure that
-/// selects algorithms and protocols, and that calibration fits.
+/// Predicted duration: launch + protocol base latency + per phase (message latencies +
+/// latency_steps x protocol step latency + the busiest link's wire time + fill + streaming time).
+/// The figure that selects algorithms and protocols, and that calibration fits.
 double predicted_seconds(const std::vector<PhaseCost>& phases, double launch_latency_s,
                          const ProtocolSpec& protocol);
 
