@@ -25,7 +25,6 @@ std::vector<PhaseCost> estimate_phases(const CollectivePlan& plan, int group_siz
                                        const std::vector<int>& gpu_of_position,
                                        const Topology& topology) {
   const auto latency_steps = plan.phase_latency_steps();
-  const auto fill_bytes = plan.phase_pipeline_fill_bytes();
   const auto forwarding_steps = plan.phase_forwarding_steps();
   std::vector<PhaseCost> phases(latency_steps.size());
   // Loads of the links the phase touches (a small group on a large platform touches few).
@@ -36,7 +35,6 @@ std::vector<PhaseCost> estimate_phases(const CollectivePlan& plan, int group_siz
     PhaseCost& cost = phases[phase];
     cost.latency_steps = latency_steps[phase];
     cost.forwarding_steps = std::max(1, forwarding_steps[phase]);
-    double slowest_Bps = 0;  // the narrowest link any message of the phase crosses
     for (int pos = 0; pos < group_size; ++pos) {
       plan.phase(pos, static_cast<int>(phase), step);
       step.merge_by_peer();
@@ -50,7 +48,6 @@ std::vector<PhaseCost> estimate_phases(const CollectivePlan& plan, int group_siz
           load[link] += send.bytes;
           const TopologyLink& l = topology.links()[static_cast<size_t>(link)];
           latency += l.latency_s;
-          if (slowest_Bps == 0 || l.bandwidth_Bps < slowest_Bps) slowest_Bps = l.bandwidth_Bps;
         }
         cost.max_hop_latency_s = std::max(cost.max_hop_latency_s, latency);
       }
@@ -61,10 +58,8 @@ std::vector<PhaseCost> estimate_phases(const CollectivePlan& plan, int group_siz
     }
     load.clear();
     cost.message_latency_s = cost.latency_steps * cost.max_hop_latency_s;
-    if (slowest_Bps > 0) cost.pipeline_fill_s = std::max(0.0, fill_bytes[phase]) / slowest_Bps;
-    // A pipelined phase, hop by hop along its slowest path: the route latency of each hop, and
-    // k chunks through hops h take sum_h chunk / bandwidth_h + (k - 1) chunk / slowest, the
-    // (k - 1) in bandwidth_s. Its other latency steps (one per extra chunk) keep max_hop.
+    // A pipelined phase, hop by hop along its slowest path (see phase_paths); the (k - 1) chunk
+    // times are in bandwidth_s, and its other latency steps (one per extra chunk) keep max_hop.
     double slowest_path_s = -1;
     for (const PipelinePath& p : plan.phase_paths(static_cast<int>(phase))) {
       double latency = 0, chunk_times = 0, narrowest_Bps = 0;

@@ -66,9 +66,6 @@ class RingPlan final : public CollectivePlan {
   std::vector<int> phase_latency_steps() const override {
     return {chain_ ? n_ - 1 + chunks_ - 1 : steps_};
   }
-  std::vector<double> phase_pipeline_fill_bytes() const override {
-    return {chain_ ? (n_ - 2) * chunk_ : 0.0};
-  }
   std::vector<int> phase_forwarding_steps() const override { return {chain_ ? 1 : steps_}; }
   std::vector<PipelinePath> phase_paths(int) const override {
     if (!chain_) return {};
@@ -154,40 +151,24 @@ class RingPlan final : public CollectivePlan {
 class TreePlan final : public CollectivePlan {
  public:
   TreePlan(const CollectivePlanner& planner, double bytes)
-      : trees_{&planner.tree(0), &planner.tree(1)}, depth_(planner.tree_depth()) {
+      : trees_{&planner.tree(0), &planner.tree(1)},
+        deepest_{planner.tree_deepest(0), planner.tree_deepest(1)},
+        depth_(planner.tree_depth()) {
     chunks_ = pipeline_chunks(bytes / 2);
     chunk_ = bytes / 2 / chunks_;
   }
 
   int phases() const override { return 1; }
   std::vector<int> phase_latency_steps() const override { return {2 * depth_ + chunks_ - 1}; }
-  std::vector<double> phase_pipeline_fill_bytes() const override {
-    return {(2 * depth_ - 1) * chunk_};
-  }
   std::vector<PipelinePath> phase_paths(int) const override {
+    // Each tree's deepest member: its chunk goes up to the root, the result comes back down.
     std::vector<PipelinePath> paths;
-    for (const auto* tree : trees_) {
-      // The deepest member's chunk goes up to the root, and the result comes back down.
-      auto hops_to_root = [&](int pos) {
-        int hops = 0;
-        for (; (*tree)[static_cast<size_t>(pos)].parent >= 0;
-             pos = (*tree)[static_cast<size_t>(pos)].parent) {
-          ++hops;
-        }
-        return hops;
-      };
-      int deepest = 0, deepest_hops = 0;
-      for (int pos = 0; pos < static_cast<int>(tree->size()); ++pos) {
-        const int hops = hops_to_root(pos);
-        if (hops > deepest_hops) {
-          deepest = pos;
-          deepest_hops = hops;
-        }
-      }
+    for (int t = 0; t < 2; ++t) {
+      const std::vector<Node>& tree = *trees_[t];
       PipelinePath path{{}, chunk_};
-      for (int pos = deepest; (*tree)[static_cast<size_t>(pos)].parent >= 0;
-           pos = (*tree)[static_cast<size_t>(pos)].parent) {
-        path.hops.emplace_back(pos, (*tree)[static_cast<size_t>(pos)].parent);
+      for (int pos = deepest_[t]; tree[static_cast<size_t>(pos)].parent >= 0;
+           pos = tree[static_cast<size_t>(pos)].parent) {
+        path.hops.emplace_back(pos, tree[static_cast<size_t>(pos)].parent);
       }
       for (size_t i = path.hops.size(); i-- > 0;) {
         path.hops.emplace_back(path.hops[i].second, path.hops[i].first);
@@ -228,7 +209,8 @@ class TreePlan final : public CollectivePlan {
   using Node = CollectivePlanner::TreeNode;
 
   const std::vector<Node>* trees_[2];  ///< the planner's, per tree, per position
-  int depth_ = 0;                      ///< hops from the deepest member to the root
+  int deepest_[2];                     ///< each tree's deepest member
+  int depth_ = 0;                      ///< hops from tree 0's deepest member to its root
   int chunks_ = 1;
   double chunk_ = 0;
 };
@@ -420,13 +402,20 @@ void CollectivePlanner::build_trees(const std::map<int, std::vector<int>>& by_no
     };
     for (int heap = 1; heap < nodes; ++heap) link(head((heap - 1) / 2), head(heap));
   }
-  for (int pos = 0; pos < layout_.size(); ++pos) {
-    int hops = 0;
-    for (int at = pos; trees_[0][static_cast<size_t>(at)].parent >= 0;
-         at = trees_[0][static_cast<size_t>(at)].parent) {
-      ++hops;
+  for (int t = 0; t < 2; ++t) {
+    int deepest_hops = 0;
+    for (int pos = 0; pos < layout_.size(); ++pos) {
+      int hops = 0;
+      for (int at = pos; trees_[t][static_cast<size_t>(at)].parent >= 0;
+           at = trees_[t][static_cast<size_t>(at)].parent) {
+        ++hops;
+      }
+      if (hops > deepest_hops) {
+        deepest_hops = hops;
+        tree_deepest_[t] = pos;
+      }
     }
-    tree_depth_ = std::max(tree_depth_, hops);
+    if (t == 0) tree_depth_ = deepest_hops;
   }
 }
 

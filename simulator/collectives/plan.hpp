@@ -45,11 +45,6 @@ class CollectivePlan {
   /// Per phase: the message latencies in sequence on the critical path of the step-by-step
   /// algorithm; a coarse run simulates one and adds the others.
   virtual std::vector<int> phase_latency_steps() const = 0;
-  /// Per phase: the bytes a pipelined algorithm's fill and drain add to its critical path, each
-  /// crossing one hop (k chunks through s hops take k + s - 1 chunk times: s - 1 extra chunks).
-  virtual std::vector<double> phase_pipeline_fill_bytes() const {
-    return std::vector<double>(static_cast<size_t>(phases()), 0.0);
-  }
   /// Per phase: the store-and-forward steps its data passes one after the other (a ring's steps,
   /// each forwarding the chunk it received); 1 where the data is already pipelined or not
   /// forwarded. A streamed protocol pays its rate for 1/steps of the phase's bytes.
@@ -58,7 +53,8 @@ class CollectivePlan {
   }
   /// The paths a pipelined phase's chunks take (a tree's deepest member up to the root and back,
   /// one per tree; a chain from its head): the slowest gives the phase's message latencies and
-  /// fill hop by hop. Empty where every step costs the phase's largest route latency (rings).
+  /// fill hop by hop (k chunks through hops h take sum_h chunk / bandwidth_h + (k - 1) chunk /
+  /// slowest). Empty where every step costs the phase's largest route latency (rings).
   virtual std::vector<PipelinePath> phase_paths(int /*phase*/) const { return {}; }
 
   virtual int lanes() const = 0;
@@ -97,6 +93,8 @@ class CollectivePlanner {
   const std::vector<TreeNode>& tree(int t) const { return trees_[t]; }
   /// Hops from the deepest member of tree 0 to its root.
   int tree_depth() const { return tree_depth_; }
+  /// The deepest member of tree t (the first of them).
+  int tree_deepest(int t) const { return tree_deepest_[t]; }
 
  private:
   /// The two trees, from the members of each node in position order and the nodes in order of
@@ -109,6 +107,7 @@ class CollectivePlanner {
   std::vector<std::vector<int>> ring_index_;
   std::vector<TreeNode> trees_[2];
   int tree_depth_ = 0;
+  int tree_deepest_[2] = {0, 0};
 };
 
 /// Chunks a pipelined chain or tree splits `bytes` into (about 128 KiB each, at most 64).
