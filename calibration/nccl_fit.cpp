@@ -77,7 +77,8 @@ std::vector<double> predict_log(const PlatformSpec& platform, CollectiveOp op, c
   const Topology topology(sized);
   std::vector<int> gpus(static_cast<size_t>(log.ranks));
   std::iota(gpus.begin(), gpus.end(), 0);
-  const CollectivePlanner planner(layout_of(gpus, topology), sized.collective_channels());
+  const CollectivePlanner planner(layout_of(gpus, topology), sized.collective_channels(),
+                                  sized.collective_p2p_channels());
   std::vector<double> predicted;
   for (const auto& point : log.points) {
     predicted.push_back(choose_collective(planner, gpus, topology, sized, op, point.bytes,

@@ -164,7 +164,8 @@ CollectiveChoice choose_collective(const CollectivePlanner& planner,
 double predicted_call_seconds(const std::vector<int>& gpus, const Topology& topology,
                               const PlatformSpec& platform, CollectiveOp op, double bytes,
                               Algorithm forced) {
-  const CollectivePlanner planner(layout_of(gpus, topology), platform.collective_channels());
+  const CollectivePlanner planner(layout_of(gpus, topology), platform.collective_channels(),
+                                  platform.collective_p2p_channels());
   if (!planner.supports(op, forced, platform.nvls)) forced = Algorithm::automatic;
   return choose_collective(planner, gpus, topology, platform, op, bytes, forced).seconds;
 }

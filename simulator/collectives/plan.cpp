@@ -189,20 +189,29 @@ class TreePlan final : public CollectivePlan {
     }
   }
 
-  int lanes() const override { return 2; }
-  int step_count(int, int) const override { return 2 * chunks_; }
-  void step(int pos, int lane, int index, CommStep& out) const override {
+  // Each tree reduces upward and broadcasts downward at once, as NCCL's split tree kernel does:
+  // lane 2t + 0 carries tree t's chunks up, lane 2t + 1 down; the root reduces each chunk from
+  // its children and sends it straight back down.
+  int lanes() const override { return 4; }
+  int lane_mailboxes(int lane) const override { return lane / 2; }
+  int step_count(int pos, int lane) const override {
+    const bool root = (*trees_[lane / 2])[static_cast<size_t>(pos)].parent < 0;
+    return lane % 2 == 0 && root ? 0 : chunks_;
+  }
+  void step(int pos, int lane, int, CommStep& out) const override {
     out.clear();
-    const Node& node = (*trees_[lane])[static_cast<size_t>(pos)];
-    if (index < chunks_) {
-      // Reduce chunk `index`: from the children, then up to the parent.
+    const Node& node = (*trees_[lane / 2])[static_cast<size_t>(pos)];
+    if (lane % 2 == 0) {  // up: reduce from the children, send to the parent
       out.recvs = node.children;
-      if (node.parent >= 0) out.sends.push_back({node.parent, chunk_});
-    } else {
-      // Broadcast it: from the parent, then down to the children.
-      if (node.parent >= 0) out.recvs.push_back(node.parent);
-      for (int child : node.children) out.sends.push_back({child, chunk_});
+      out.sends.push_back({node.parent, chunk_});
+      return;
     }
+    if (node.parent >= 0) {  // down: from the parent (the root: from its children) to the children
+      out.recvs.push_back(node.parent);
+    } else {
+      out.recvs = node.children;
+    }
+    for (int child : node.children) out.sends.push_back({child, chunk_});
   }
 
  private:
@@ -316,40 +325,52 @@ class NvlsPlan final : public CollectivePlan {
   double bytes_;
 };
 
-/// All-to-all (pairwise exchange by shifts) and send/receive (a shift by one).
+/// All-to-all (pairwise exchange by shifts) and send/receive (a shift by one), scheduled as NCCL
+/// schedules grouped point-to-point operations: shift s sends to position + s and receives from
+/// position - s, and `p2p_channels` shifts run at once. Coarse: one phase per round of shifts.
+/// Step by step: the shifts are dealt round-robin to that many lanes; in a lane, a shift starts
+/// when the previous one has been received.
 class DirectPlan final : public CollectivePlan {
  public:
-  DirectPlan(CollectiveOp op, int n, double bytes)
+  DirectPlan(CollectiveOp op, int n, double bytes, int p2p_channels)
       : n_(n), shifts_(op == CollectiveOp::all_to_all ? n - 1 : 1),
+        lanes_(std::clamp(p2p_channels, 1, std::max(1, shifts_))),
         bytes_(op == CollectiveOp::all_to_all ? bytes / n : bytes) {}
-  int phases() const override { return 1; }
-  std::vector<int> phase_latency_steps() const override { return {shifts_}; }
-  void phase(int pos, int, CommStep& out) const override {
+  int phases() const override { return (shifts_ + lanes_ - 1) / lanes_; }
+  std::vector<int> phase_latency_steps() const override {
+    return std::vector<int>(static_cast<size_t>(phases()), 1);
+  }
+  void phase(int pos, int index, CommStep& out) const override {
     out.clear();
-    for (int shift = 1; shift <= shifts_; ++shift) {
+    for (int shift = 1 + index * lanes_; shift <= std::min(shifts_, (index + 1) * lanes_); ++shift) {
       out.sends.push_back({(pos + shift) % n_, bytes_});
       out.recvs.push_back((pos + n_ - shift) % n_);
     }
   }
-  int lanes() const override { return 1; }
-  int step_count(int, int) const override { return shifts_ + 1; }
-  void step(int pos, int, int index, CommStep& out) const override {
-    // Step s receives shift s and sends shift s + 1.
+  int lanes() const override { return lanes_; }
+  int lane_mailboxes(int) const override { return 0; }  // every shift has its own pairs
+  int step_count(int, int lane) const override { return shifts_in(lane) + 1; }
+  void step(int pos, int lane, int index, CommStep& out) const override {
+    // Step i receives the lane's shift i - 1 and sends its shift i.
     out.clear();
-    if (index > 0) out.recvs.push_back((pos + n_ - index) % n_);
-    if (index < shifts_) out.sends.push_back({(pos + index + 1) % n_, bytes_});
+    if (index > 0) out.recvs.push_back((pos + n_ - shift(lane, index - 1)) % n_);
+    if (index < shifts_in(lane)) out.sends.push_back({(pos + shift(lane, index)) % n_, bytes_});
   }
 
  private:
+  int shifts_in(int lane) const { return (shifts_ - lane + lanes_ - 1) / lanes_; }
+  int shift(int lane, int i) const { return 1 + lane + i * lanes_; }
+
   int n_;
   int shifts_;
+  int lanes_;  ///< shifts at once
   double bytes_;
 };
 
 }  // namespace
 
-CollectivePlanner::CollectivePlanner(GroupLayout layout, int channels)
-    : layout_(std::move(layout)) {
+CollectivePlanner::CollectivePlanner(GroupLayout layout, int channels, int p2p_channels)
+    : layout_(std::move(layout)), p2p_channels_(std::max(1, p2p_channels)) {
   const int n = layout_.size();
   // Members by node (nodes in order of first appearance), ordered by slot within a node.
   std::map<int, std::vector<int>> by_node;
@@ -438,7 +459,7 @@ std::unique_ptr<CollectivePlan> CollectivePlanner::plan(CollectiveOp op, Algorit
     case Algorithm::tree: return std::make_unique<TreePlan>(*this, bytes);
     case Algorithm::hierarchical: return std::make_unique<HierarchicalPlan>(layout_, bytes);
     case Algorithm::nvls: return std::make_unique<NvlsPlan>(n, bytes);
-    case Algorithm::direct: return std::make_unique<DirectPlan>(op, n, bytes);
+    case Algorithm::direct: return std::make_unique<DirectPlan>(op, n, bytes, p2p_channels_);
     case Algorithm::automatic: break;
   }
   assert(false && "plan() needs a concrete algorithm");

@@ -32,8 +32,9 @@ struct PipelinePath {
 /// The schedule of one collective call, in two forms that move the same data:
 /// - coarse: a few phases; in each, every rank posts all its sends and receives at once, and the
 ///   group waits for its slowest member before the next phase;
-/// - step by step: independent lanes (ring channels, the two trees of a double binary tree); in
-///   each lane a rank runs its steps in order, and a step first receives, then sends.
+/// - step by step: independent lanes (ring channels; each tree of a double binary tree, upward
+///   and downward; an all-to-all's point-to-point channels); in each lane a rank runs its steps
+///   in order, and a step first receives, then sends.
 /// Plans are pure; the runtime executes them (see runtime/collective_runtime).
 class CollectivePlan {
  public:
@@ -58,6 +59,9 @@ class CollectivePlan {
   virtual std::vector<PipelinePath> phase_paths(int /*phase*/) const { return {}; }
 
   virtual int lanes() const = 0;
+  /// The mailboxes lane `lane` talks through: lanes that share them never use one edge (a tree's
+  /// upward and downward lanes, an all-to-all's channels); by default every lane has its own.
+  virtual int lane_mailboxes(int lane) const { return lane; }
   virtual int step_count(int pos, int lane) const = 0;
   /// Fills `out` with step `index` of lane `lane` of position `pos`.
   virtual void step(int pos, int lane, int index, CommStep& out) const = 0;
@@ -68,8 +72,9 @@ class CollectivePlan {
 class CollectivePlanner {
  public:
   /// `channels` rings; channel c enters each node at its c-th member (NCCL-style, so that the
-  /// rings' inter-node hops spread over the nodes' NICs).
-  CollectivePlanner(GroupLayout layout, int channels);
+  /// rings' inter-node hops spread over the nodes' NICs). `p2p_channels`: the point-to-point
+  /// exchanges of an all-to-all that run at once.
+  CollectivePlanner(GroupLayout layout, int channels, int p2p_channels);
 
   const GroupLayout& layout() const { return layout_; }
   int channels() const { return static_cast<int>(ring_order_.size()); }
@@ -103,6 +108,7 @@ class CollectivePlanner {
                    const std::vector<int>& node_order);
 
   GroupLayout layout_;
+  int p2p_channels_;
   std::vector<std::vector<int>> ring_order_;
   std::vector<std::vector<int>> ring_index_;
   std::vector<TreeNode> trees_[2];

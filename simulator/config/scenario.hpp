@@ -105,6 +105,7 @@ struct ProtocolSpec {
 /// How collectives behave on this platform (NCCL-like tuning), fitted by calibration.
 struct CollectiveTuning {
   int channels = 0;                    ///< rings per collective; 0 = GPUs per node
+  int p2p_channels = 0;                ///< all-to-all exchanges at once; 0 = channels
   double launch_latency_s = 0;         ///< fixed cost of every collective
   double local_copy_efficiency = 1.0;  ///< one-GPU collectives copy at this fraction of HBM speed
   std::vector<ProtocolSpec> protocols = {{"simple", 1.0, 0.0, 0.0}};
@@ -127,6 +128,11 @@ struct PlatformSpec {
   /// Rings a collective uses: collectives.channels, or one per GPU of a node when unset.
   int collective_channels() const {
     return collectives.channels > 0 ? collectives.channels : gpus_per_node;
+  }
+  /// Point-to-point exchanges of an all-to-all in flight at once: collectives.p2p_channels, or
+  /// the rings' count when unset.
+  int collective_p2p_channels() const {
+    return collectives.p2p_channels > 0 ? collectives.p2p_channels : collective_channels();
   }
 };
 

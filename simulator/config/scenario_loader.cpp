@@ -85,6 +85,7 @@ CollectiveTuning read_collectives(MapReader& parent) {
   if (node == nullptr) return tuning;
   MapReader r(*node, parent.path_of("collectives"), parent.diags());
   assign(tuning.channels, r.integer("channels", false, 1, 64));
+  assign(tuning.p2p_channels, r.integer("p2p_channels", false, 1, 64));
   assign(tuning.launch_latency_s, r.quantity("launch_latency", false, units::parse_duration));
   assign(tuning.local_copy_efficiency, read_fraction(r, "local_copy_efficiency"));
   if (const ConfigNode* list = r.list("protocols", false)) {

@@ -46,27 +46,30 @@ GroupRuntime::GroupRuntime(int id, std::vector<int> gpu_of_position, const Topol
       topology_(topology),
       platform_(platform),
       engine_(engine),
-      planner_(layout_of(gpu_of_position_, topology), platform.collective_channels()),
+      planner_(layout_of(gpu_of_position_, topology), platform.collective_channels(),
+               platform.collective_p2p_channels()),
       barrier_(sg4::Barrier::create(static_cast<unsigned>(gpu_of_position_.size()))),
       edges_from_(gpu_of_position_.size()) {}
 
-sg4::Mailbox* GroupRuntime::edge(int from, int to, int lane) {
+sg4::Mailbox* GroupRuntime::edge(int from, int to, int mailboxes) {
   // A member talks to few peers (one per lane in a ring): a small sorted list per sender is
   // cheaper than a hash table, whose lookups were a tenth of a step-by-step ring's time.
   std::vector<Edge>& out = edges_from_[static_cast<size_t>(from)];
   auto find = [&] {
-    return std::lower_bound(out.begin(), out.end(), std::pair{to, lane},
+    return std::lower_bound(out.begin(), out.end(), std::pair{to, mailboxes},
                             [](const Edge& e, std::pair<int, int> key) {
-                              return std::pair{e.to, e.lane} < key;
+                              return std::pair{e.to, e.mailboxes} < key;
                             });
   };
   auto it = find();
-  if (it != out.end() && it->to == to && it->lane == lane) return it->mailbox;
+  if (it != out.end() && it->to == to && it->mailboxes == mailboxes) return it->mailbox;
   // by_name is a simcall: other members may run, and add edges, before it returns.
   auto* mailbox = sg4::Mailbox::by_name("g" + std::to_string(id_) + ":" + std::to_string(from) +
-                                        ">" + std::to_string(to) + "#" + std::to_string(lane));
+                                        ">" + std::to_string(to) + "#" + std::to_string(mailboxes));
   it = find();
-  if (it == out.end() || it->to != to || it->lane != lane) out.insert(it, Edge{to, lane, mailbox});
+  if (it == out.end() || it->to != to || it->mailboxes != mailboxes) {
+    out.insert(it, Edge{to, mailboxes, mailbox});
+  }
   return mailbox;
 }
 
@@ -119,11 +122,11 @@ void GroupRuntime::run(int position, const PreparedCollective& call, EventCounte
   }
 }
 
-uint64_t GroupRuntime::post_sends(int position, int lane, const CommStep& step,
+uint64_t GroupRuntime::post_sends(int position, int mailboxes, const CommStep& step,
                                   const ProtocolSpec& protocol, std::vector<sg4::CommPtr>* sends) {
   for (const Send& send : step.sends) {
     const auto bytes = static_cast<uint64_t>(std::llround(wire_bytes(send.bytes, protocol)));
-    sg4::Mailbox* mailbox = edge(position, send.peer, lane);
+    sg4::Mailbox* mailbox = edge(position, send.peer, mailboxes);
     if (sends != nullptr) {
       sends->push_back(send_async(mailbox, bytes));
     } else {
@@ -191,13 +194,14 @@ void GroupRuntime::run_steps(int position, const PreparedCollective& call,
     int& index = next_step[static_cast<size_t>(lane)];
     while (true) {
       if (waiting[static_cast<size_t>(lane)] == 0 && index > 0) {
-        counters.transfers += post_sends(position, lane, step, protocol, nullptr);
+        counters.transfers +=
+            post_sends(position, plan.lane_mailboxes(lane), step, protocol, nullptr);
       }
       if (index >= plan.step_count(position, lane)) return;
       plan.step(position, lane, index, step);
       ++index;
       for (int peer : step.recvs) {
-        recvs.push_back(edge(peer, position, lane)->get_async<int>(&sink));
+        recvs.push_back(edge(peer, position, plan.lane_mailboxes(lane))->get_async<int>(&sink));
         recv_lane.push_back(lane);
       }
       waiting[static_cast<size_t>(lane)] = static_cast<int>(step.recvs.size());

@@ -64,12 +64,13 @@ class GroupRuntime {
   void run(int position, const PreparedCollective& call, EventCounters& counters);
 
  private:
-  /// The mailbox of messages from `from` to `to` in `lane` (positions in the group).
-  simgrid::s4u::Mailbox* edge(int from, int to, int lane);
+  /// The mailbox of messages from `from` to `to` (positions in the group) among `mailboxes`
+  /// (CollectivePlan::lane_mailboxes).
+  simgrid::s4u::Mailbox* edge(int from, int to, int mailboxes);
   void run_coarse(int position, const PreparedCollective& call, EventCounters& counters);
   void run_steps(int position, const PreparedCollective& call, EventCounters& counters);
   /// Posts the sends of `step`, appending them to `sends`, or detached when `sends` is null.
-  uint64_t post_sends(int position, int lane, const CommStep& step, const ProtocolSpec& protocol,
+  uint64_t post_sends(int position, int mailboxes, const CommStep& step, const ProtocolSpec& protocol,
                       std::vector<simgrid::s4u::CommPtr>* sends);
 
   int id_;
@@ -80,10 +81,10 @@ class GroupRuntime {
   CollectivePlanner planner_;
   simgrid::s4u::BarrierPtr barrier_;
   struct Edge {
-    int to = 0, lane = 0;
+    int to = 0, mailboxes = 0;
     simgrid::s4u::Mailbox* mailbox = nullptr;
   };
-  std::vector<std::vector<Edge>> edges_from_;  ///< by sender position, sorted by (to, lane)
+  std::vector<std::vector<Edge>> edges_from_;  ///< by sender position, sorted by (to, mailboxes)
   std::map<std::tuple<int, double, int, int>, PreparedCollective> prepared_;
 };
 

@@ -163,6 +163,20 @@ expect "collective protocol streamed not a boolean" 2 "$prismsim" collective --p
 same "streamed message" \
   "--set:1:43: error: 'platform.collectives.protocols.0.streamed' must be true or false, got 'maybe'" \
   "$(head -1 "$tmp/err")"
+expect "collective p2p_channels below 1" 2 "$prismsim" collective --platform "$a100" \
+  --op all_to_all --gpus 2 --set platform.collectives.p2p_channels=0
+same "p2p_channels message" \
+  "--set:1:35: error: 'platform.collectives.p2p_channels' must be at least 1, got 0" \
+  "$(head -1 "$tmp/err")"
+# More exchanges at once: an all-to-all across two nodes gets no slower, and faster in bulk.
+for p2p in 1 16; do
+  expect "all-to-all with $p2p p2p channels" 0 "$prismsim" collective --platform "$a100" \
+    --op all_to_all --gpus 16 --min-bytes 64M --max-bytes 64M \
+    --set platform.collectives.p2p_channels=$p2p
+  awk '$1 ~ /^[0-9]+$/ { print $5 }' "$tmp/out" >"$tmp/a2a-$p2p"
+done
+same "16 p2p channels beat 1 on a 64 MB all-to-all" 1 \
+  "$(awk 'NR == FNR { one = $1; next } { print ($1 < 0.8 * one) }' "$tmp/a2a-1" "$tmp/a2a-16")"
 
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

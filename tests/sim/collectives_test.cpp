@@ -61,9 +61,14 @@ TEST_CASE("ring collectives inside a node match their closed forms at both fidel
           Near{(n - 1.0) / n * S / B + (n - 1) * a, 1e-9});
     CHECK(timed(p, CollectiveOp::reduce_scatter, n, S, Algorithm::ring, fidelity) ==
           Near{(n - 1.0) / n * S / B + (n - 1) * a, 1e-9});
-    // Pairwise all-to-all: n - 1 exchanges of S/n.
+    // Pairwise all-to-all, one exchange at a time: n - 1 exchanges of S/n.
     CHECK(timed(p, CollectiveOp::all_to_all, n, S, Algorithm::direct, fidelity) ==
-          Near{(n - 1) * (a + S / n / B), fidelity == CollectiveFidelity::step ? 1e-9 : 0.2});
+          Near{(n - 1) * (a + S / n / B), 1e-9});
+    // Three at a time: rounds of 3, 3 and 1 exchanges share each GPU's link.
+    PlatformSpec p2p = p;
+    p2p.collectives.p2p_channels = 3;
+    CHECK(timed(p2p, CollectiveOp::all_to_all, n, S, Algorithm::direct, fidelity) ==
+          Near{3 * a + (n - 1) * S / n / B, 1e-9});
     // NVLink SHARP: the buffer goes into the switch and back once.
     PlatformSpec sharp = p;
     sharp.nvls = true;
@@ -129,12 +134,11 @@ TEST_CASE("hierarchical all-reduce adds its three rings") {
 }
 
 TEST_CASE("step-by-step and coarse agree for every algorithm where both run") {
-  // Rings, chains and the hierarchical rings agree to rounding (bytes are whole numbers). The step form of the double binary
-  // tree reduces every chunk before it broadcasts any (per tree), and the pairwise all-to-all runs
-  // its shifts one after the other, each as slow as its slowest link; the coarse form overlaps
-  // them, as NCCL does, and is up to 27% and 19% faster here from 4 MB (measured; see
-  // docs/design.md).
-  const PlatformSpec p = platform(4, 4);
+  // Rings, chains, the hierarchical rings and all-to-all rounds agree to rounding (bytes are whole
+  // numbers). The double binary tree's step form pipelines each chunk hop by hop, up and down at
+  // once; its coarse form costs the deepest path: 2.4% apart here (measured; docs/design.md).
+  PlatformSpec p = platform(4, 4);
+  p.collectives.p2p_channels = 4;  // an all-to-all's 15 exchanges in rounds of 4
   struct Case {
     CollectiveOp op;
     Algorithm algorithm;
@@ -143,11 +147,11 @@ TEST_CASE("step-by-step and coarse agree for every algorithm where both run") {
   for (double S : {256e3, 4e6, 32e6}) {
     for (const Case& c : std::vector<Case>{
              {CollectiveOp::all_reduce, Algorithm::ring, 1e-5},
-             {CollectiveOp::all_reduce, Algorithm::tree, 0.30},
+             {CollectiveOp::all_reduce, Algorithm::tree, 0.10},
              {CollectiveOp::all_reduce, Algorithm::hierarchical, 1e-5},
              {CollectiveOp::all_gather, Algorithm::ring, 1e-5},
              {CollectiveOp::broadcast, Algorithm::ring, 1e-5},
-             {CollectiveOp::all_to_all, Algorithm::direct, 0.25}}) {
+             {CollectiveOp::all_to_all, Algorithm::direct, 1e-5}}) {
       CAPTURE(S);
       CAPTURE(std::string(to_string(c.op)));
       CAPTURE(std::string(to_string(c.algorithm)));
@@ -164,11 +168,11 @@ TEST_CASE("a coarse tree or chain costs its path hop by hop") {
   // Two nodes of 8: a tree's chains and a broadcast's ring cross NVLink but for two NIC hops,
   // slower in latency and bandwidth. Charged at the slowest hop throughout, the coarse forms took
   // 2.2x and 2.7x the step-by-step time at 64 kB; hop by hop the chain agrees to rounding and the
-  // tree within its step form's serialisation (above).
+  // tree within 7.5% (measured).
   const PlatformSpec p = platform(8, 2);
   for (double S : {64e3, 1e6, 8e6}) {
     for (auto [op, algorithm, tolerance] : std::vector<std::tuple<CollectiveOp, Algorithm, double>>{
-             {CollectiveOp::all_reduce, Algorithm::tree, 0.20},
+             {CollectiveOp::all_reduce, Algorithm::tree, 0.10},
              {CollectiveOp::broadcast, Algorithm::ring, 1e-5}}) {
       CAPTURE(S);
       CAPTURE(std::string(to_string(op)));

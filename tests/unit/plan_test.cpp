@@ -53,7 +53,7 @@ std::vector<double> check_plan(const CollectivePlan& plan, int n, bool coarse) {
     }
     return sent;
   }
-  std::map<std::tuple<int, int, int>, int> in_flight;  // (from, to, lane) -> messages
+  std::map<std::tuple<int, int, int>, int> in_flight;  // (from, to, lane's mailboxes) -> messages
   // One-lane plans run with blocking sends: a step posts its sends only once every message this
   // rank sent in the previous step has been received.
   const bool blocking_sends = plan.lanes() == 1;
@@ -65,6 +65,7 @@ std::vector<double> check_plan(const CollectivePlan& plan, int n, bool coarse) {
     progress = false;
     for (int pos = 0; pos < n; ++pos) {
       for (int lane = 0; lane < plan.lanes(); ++lane) {
+        const int mailboxes = plan.lane_mailboxes(lane);
         int& index = next[static_cast<size_t>(pos)][static_cast<size_t>(lane)];
         auto got = received[static_cast<size_t>(pos)][static_cast<size_t>(lane)];
         while (index < plan.step_count(pos, lane)) {
@@ -73,10 +74,10 @@ std::vector<double> check_plan(const CollectivePlan& plan, int n, bool coarse) {
             std::map<int, int> needed;
             for (int peer : step.recvs) ++needed[peer];
             bool ready = true;
-            for (const auto& [peer, count] : needed) ready = ready && in_flight[{peer, pos, lane}] >= count;
+            for (const auto& [peer, count] : needed) ready = ready && in_flight[{peer, pos, mailboxes}] >= count;
             if (!ready) break;
             for (const auto& [peer, count] : needed) {
-              in_flight[{peer, pos, lane}] -= count;
+              in_flight[{peer, pos, mailboxes}] -= count;
               unreceived[static_cast<size_t>(peer)] -= count;
             }
             got = true;
@@ -85,7 +86,7 @@ std::vector<double> check_plan(const CollectivePlan& plan, int n, bool coarse) {
           if (blocking_sends && unreceived[static_cast<size_t>(pos)] > 0) break;
           for (const Send& s : step.sends) {
             REQUIRE(s.peer != pos);
-            ++in_flight[{pos, s.peer, lane}];
+            ++in_flight[{pos, s.peer, mailboxes}];
             ++unreceived[static_cast<size_t>(pos)];
             sent[static_cast<size_t>(pos)] += s.bytes;
           }
@@ -118,7 +119,8 @@ TEST_CASE("every plan delivers every message and cannot deadlock") {
     const int per_node = 1 + static_cast<int>((state >> 8) % 8);
     if (nodes * per_node < 2) continue;
     const double bytes = 1024.0 * static_cast<double>(1 + (state >> 16) % 5000);
-    const CollectivePlanner planner(layout(nodes, per_node), 1 + static_cast<int>((state >> 32) % 8));
+    const CollectivePlanner planner(layout(nodes, per_node), 1 + static_cast<int>((state >> 32) % 8),
+                                    1 + static_cast<int>((state >> 48) % 16));
     for (size_t o = 0; o < collective_op_names().size(); ++o) {
       const auto op = static_cast<CollectiveOp>(o);
       for (Algorithm algorithm : algorithms_for(op)) {
@@ -144,7 +146,7 @@ TEST_CASE("every plan delivers every message and cannot deadlock") {
 TEST_CASE("ring plans move the textbook volumes") {
   const int n = 6;
   const double bytes = 6e6;
-  const CollectivePlanner planner(layout(2, 3), 3);
+  const CollectivePlanner planner(layout(2, 3), 3, 2);
   for (bool coarse : {false, true}) {
     CAPTURE(coarse);
     for (double sent : check_plan(*planner.plan(CollectiveOp::all_reduce, Algorithm::ring, bytes), n, coarse)) {
@@ -164,7 +166,7 @@ TEST_CASE("ring plans move the textbook volumes") {
 }
 
 TEST_CASE("ring channels enter each node at a different member") {
-  const CollectivePlanner planner(layout(2, 4), 4);
+  const CollectivePlanner planner(layout(2, 4), 4, 4);
   for (int c = 0; c < 4; ++c) {
     CAPTURE(c);
     const auto& order = planner.ring(c);
@@ -175,10 +177,10 @@ TEST_CASE("ring channels enter each node at a different member") {
 }
 
 TEST_CASE("hierarchical and nvls need the right group shape") {
-  CHECK(CollectivePlanner(layout(2, 4), 1).supports(CollectiveOp::all_reduce, Algorithm::hierarchical, false));
-  CHECK_FALSE(CollectivePlanner(layout(1, 8), 1).supports(CollectiveOp::all_reduce, Algorithm::hierarchical, false));
-  CHECK(CollectivePlanner(layout(1, 8), 1).supports(CollectiveOp::all_reduce, Algorithm::nvls, true));
-  CHECK_FALSE(CollectivePlanner(layout(1, 8), 1).supports(CollectiveOp::all_reduce, Algorithm::nvls, false));
-  CHECK_FALSE(CollectivePlanner(layout(2, 4), 1).supports(CollectiveOp::all_reduce, Algorithm::nvls, true));
-  CHECK_FALSE(CollectivePlanner(layout(2, 4), 1).supports(CollectiveOp::all_gather, Algorithm::tree, false));
+  CHECK(CollectivePlanner(layout(2, 4), 1, 1).supports(CollectiveOp::all_reduce, Algorithm::hierarchical, false));
+  CHECK_FALSE(CollectivePlanner(layout(1, 8), 1, 1).supports(CollectiveOp::all_reduce, Algorithm::hierarchical, false));
+  CHECK(CollectivePlanner(layout(1, 8), 1, 1).supports(CollectiveOp::all_reduce, Algorithm::nvls, true));
+  CHECK_FALSE(CollectivePlanner(layout(1, 8), 1, 1).supports(CollectiveOp::all_reduce, Algorithm::nvls, false));
+  CHECK_FALSE(CollectivePlanner(layout(2, 4), 1, 1).supports(CollectiveOp::all_reduce, Algorithm::nvls, true));
+  CHECK_FALSE(CollectivePlanner(layout(2, 4), 1, 1).supports(CollectiveOp::all_gather, Algorithm::tree, false));
 }
