@@ -4,7 +4,7 @@
 #   one data-parallel step of the bundled 7B layer stack on 1,024 GPUs, one process, one core
 #   one step of Llama 3 70B on 1,024 H100 and of Llama 3 405B on 16,384 H100, one core
 #   variability overhead per run, and 1,000 varied runs of the 70B step with --jobs 2
-#   collectives (prismsim collective)
+#   collectives (prismsim collective), and the same rings in SimGrid alone (prismsim-bench-engine)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/install-deps.sh
@@ -81,3 +81,11 @@ run "auto all-reduce, 1 GiB, 8,192 GPUs" --op all_reduce --gpus 8192 --min-bytes
 run "step-by-step ring all-reduce (one channel), 1 GiB, 1,024 GPUs" --op all_reduce --gpus 1024 \
   --min-bytes 1G --max-bytes 1G --algo ring --fidelity step --set platform.collectives.channels=1
 run "sweep 8 B to 8 GiB, 128 GPUs" --op all_reduce --gpus 128 --min-bytes 8 --max-bytes 8G
+run "coarse ring all-reduce (one channel), 1 GiB, 8,192 GPUs" --op all_reduce --gpus 8192 \
+  --min-bytes 1G --max-bytes 1G --algo ring --fidelity coarse --set platform.collectives.channels=1 \
+  "${big[@]}"
+
+echo "== SimGrid alone: the same one-channel rings without prismsim's runtime (the engine's floor)"
+"$bin/prismsim-bench-engine" platforms/h100-ndr.yaml coarse 8192 platform.fabric.levels=3 \
+  "platform.fabric.oversubscription=[1,1]" platform.datacenters.0.nodes=1024
+"$bin/prismsim-bench-engine" platforms/h100-ndr.yaml step 1024
