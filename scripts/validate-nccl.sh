@@ -15,17 +15,21 @@ prismsim=build/release/simulator/prismsim
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
-# compare MEASURED SIMULATED LABEL: both "size time_us" files; prints rows and a summary line.
+# compare MEASURED SIMULATED LABEL GPUS: both "size time_us" files; prints rows and a summary line.
+# Bus bandwidth as nccl-tests reports it for all-reduce, size / time x 2(n-1)/n (for one GPU,
+# where that is 0, the algorithm bandwidth); the error is the simulated busbw's, relative.
 compare() {
-  awk -v label="$3" '
+  awk -v label="$3" -v n="$4" '
     NR == FNR { sim[$1] = $2; next }
     ($1 in sim) {
-      err = sim[$1] / $2 - 1; a = err < 0 ? -err : err
-      printf "%14d %12.2f %12.2f %+8.1f%%\n", $1, $2, sim[$1], 100 * err
+      factor = n > 1 ? 2 * (n - 1) / n : 1
+      bw = $1 / $2 / 1000 * factor; sbw = $1 / sim[$1] / 1000 * factor
+      err = sbw / bw - 1; a = err < 0 ? -err : err
+      printf "%14d %12.2f %12.2f %10.2f %10.2f %+8.1f%%\n", $1, $2, sim[$1], bw, sbw, 100 * err
       if ($1 >= 1048576) { if (a > big) big = a } else { nsmall++; if (a > small) small = a }
     }
     END {
-      printf "%s: worst error %.1f%% at 1 MiB and above (target 10%%): %s; ", label, 100 * big,
+      printf "%s: worst busbw error %.1f%% at 1 MiB and above (target 10%%): %s; ", label, 100 * big,
         big <= 0.10 ? "met" : "NOT met"
       if (nsmall == 0) printf "no sizes below 1 MiB\n\n"
       else printf "%.1f%% below (target 25%%): %s\n\n", 100 * small, small <= 0.25 ? "met" : "NOT met"
@@ -41,8 +45,8 @@ for log in "$data"/nccl-tests-azure-a100/all_reduce_*gpu.log; do
   "$prismsim" collective --platform platforms/a100-ndv4.yaml --op all_reduce --gpus "$gpus" \
     --min-bytes "$min" --max-bytes "$max" --csv "$tmp/sim.csv" >/dev/null
   awk -F, 'NR > 1 { print $1, $5 }' "$tmp/sim.csv" >"$tmp/simulated"
-  echo "# $(basename "$log"): $gpus GPUs  (size, measured us, simulated us, error)"
-  compare "$tmp/measured" "$tmp/simulated" "$(basename "$log")"
+  echo "# $(basename "$log"): $gpus GPUs  (size B, time us measured and simulated, busbw GB/s measured and simulated, busbw error)"
+  compare "$tmp/measured" "$tmp/simulated" "$(basename "$log")" "$gpus"
 done
 
 for csv in "$data"/vtrain-a100/allreduce_a100_*gpu.csv; do
@@ -51,6 +55,6 @@ for csv in "$data"/vtrain-a100/allreduce_a100_*gpu.csv; do
   "$prismsim" collective --platform platforms/a100-ndv4.yaml --op all_reduce --gpus "$gpus" \
     --min-bytes 1M --max-bytes 1G --csv "$tmp/sim.csv" >/dev/null
   awk -F, 'NR > 1 { print $1, $5 }' "$tmp/sim.csv" >"$tmp/simulated"
-  echo "# vTrain $(basename "$csv"): $gpus GPUs  (size, measured us, simulated us, error)"
-  compare "$tmp/measured" "$tmp/simulated" "vtrain $(basename "$csv")"
+  echo "# vTrain $(basename "$csv"): $gpus GPUs  (size B, time us measured and simulated, busbw GB/s measured and simulated, busbw error)"
+  compare "$tmp/measured" "$tmp/simulated" "vtrain $(basename "$csv")" "$gpus"
 done
