@@ -9,6 +9,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -89,6 +90,9 @@ int main(int argc, char** argv) {
     return 0;
   } catch (const prismsim::InputError& e) {
     std::fprintf(stderr, "%s\n", e.what());
+    return 2;
+  } catch (const std::logic_error& e) {  // GPUS is not a number
+    std::fprintf(stderr, "GPUS must be a number, got '%s'\n", argv[3]);
     return 2;
   }
 }
