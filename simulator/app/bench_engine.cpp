@@ -69,7 +69,9 @@ int main(int argc, char** argv) {
       return 2;
     }
     std::vector<sg4::Mailbox*> inbox;
-    for (int rank = 0; rank < n; ++rank) inbox.push_back(sg4::Mailbox::by_name(std::to_string(rank)));
+    for (int rank = 0; rank < n; ++rank) {
+      inbox.push_back(sg4::Mailbox::by_name(std::to_string(rank)));
+    }
     const sg4::BarrierPtr barrier = sg4::Barrier::create(static_cast<unsigned>(n));
     for (int rank = 0; rank < n; ++rank) {
       sg4::Actor::create(std::to_string(rank), hosts[static_cast<size_t>(rank)], [&, rank] {

@@ -143,11 +143,11 @@ class RingPlan final : public CollectivePlan {
   bool chain_ = false;
 };
 
-/// NCCL's double binary tree all-reduce: two trees each reduce then broadcast half of the data
-/// in pipelined chunks. Across nodes the trees are binary, tree 1 mirroring tree 0 so that a node
+/// NCCL's double binary tree all-reduce: two trees each reduce and broadcast half of the data in
+/// pipelined chunks. Across nodes the trees are binary, tree 1 mirroring tree 0 so that a node
 /// inside one is (mostly) a leaf of the other; inside a node the members form a chain below the
 /// node's first member, which links to the other nodes. In one node a tree is therefore a chain
-/// (2 (n-1) hops), as NCCL builds it. Each tree is one lane.
+/// (2 (n-1) hops), as NCCL builds it. Step by step, each tree is two lanes (below).
 class TreePlan final : public CollectivePlan {
  public:
   TreePlan(const CollectivePlanner& planner, double bytes)
@@ -342,7 +342,8 @@ class DirectPlan final : public CollectivePlan {
   }
   void phase(int pos, int index, CommStep& out) const override {
     out.clear();
-    for (int shift = 1 + index * lanes_; shift <= std::min(shifts_, (index + 1) * lanes_); ++shift) {
+    const int last = std::min(shifts_, (index + 1) * lanes_);
+    for (int shift = 1 + index * lanes_; shift <= last; ++shift) {
       out.sends.push_back({(pos + shift) % n_, bytes_});
       out.recvs.push_back((pos + n_ - shift) % n_);
     }

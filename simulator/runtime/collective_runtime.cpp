@@ -52,8 +52,9 @@ GroupRuntime::GroupRuntime(int id, std::vector<int> gpu_of_position, const Topol
       edges_from_(gpu_of_position_.size()) {}
 
 sg4::Mailbox* GroupRuntime::edge(int from, int to, int mailboxes) {
-  // A member talks to few peers (one per lane in a ring): a small sorted list per sender is
-  // cheaper than a hash table, whose lookups were a tenth of a step-by-step ring's time.
+  // A member talks to few peers (one per lane in a ring; n - 1 in an all-to-all): a sorted list
+  // per sender is cheaper than a hash table, whose lookups were a tenth of a step-by-step ring's
+  // time.
   std::vector<Edge>& out = edges_from_[static_cast<size_t>(from)];
   auto find = [&] {
     return std::lower_bound(out.begin(), out.end(), std::pair{to, mailboxes},

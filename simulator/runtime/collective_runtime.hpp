@@ -70,8 +70,8 @@ class GroupRuntime {
   void run_coarse(int position, const PreparedCollective& call, EventCounters& counters);
   void run_steps(int position, const PreparedCollective& call, EventCounters& counters);
   /// Posts the sends of `step`, appending them to `sends`, or detached when `sends` is null.
-  uint64_t post_sends(int position, int mailboxes, const CommStep& step, const ProtocolSpec& protocol,
-                      std::vector<simgrid::s4u::CommPtr>* sends);
+  uint64_t post_sends(int position, int mailboxes, const CommStep& step,
+                      const ProtocolSpec& protocol, std::vector<simgrid::s4u::CommPtr>* sends);
 
   int id_;
   std::vector<int> gpu_of_position_;
