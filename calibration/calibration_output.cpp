@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "core/files.hpp"
+#include "core/json.hpp"
 #include "core/text.hpp"
 #include "variability/distribution.hpp"
 
@@ -14,8 +15,11 @@ namespace prismsim {
 namespace {
 
 std::string number(double v) { return fmt::format("{:.6g}", v); }
-/// A JSON number; null when it is not finite (a log-likelihood of -inf).
-std::string json_number(double v) { return std::isfinite(v) ? number(v) : "null"; }
+
+using Layout = JsonWriter::Layout;
+/// Figures of the report carry six significant digits; non-finite ones (a log-likelihood of
+/// -inf) are null.
+constexpr int kReportDigits = 6;
 
 /// "1,234,567".
 std::string thousands(size_t n) {
@@ -59,32 +63,48 @@ std::string calls_line(const SampleSet& set) {
 /// An entry's key in its section: "kernels.gemm" -> "gemm".
 std::string entry_key(const std::string& target) { return target.substr(target.rfind('.') + 1); }
 
-std::string json_fit(const SlowdownFit& f) {
-  std::string families;
+/// An array of `values`, each to the report's digits.
+void write_numbers(JsonWriter& j, const std::vector<double>& values) {
+  j.begin_array(Layout::compact);
+  for (double v : values) j.significant(v, kReportDigits);
+  j.end();
+}
+
+void write_fit(JsonWriter& j, const SlowdownFit& f) {
+  auto number = [&](const char* key, double v) { j.key(key).significant(v, kReportDigits); };
+  auto quantiles_of = [&](const DistributionSpec& d) {
+    std::vector<double> out;
+    for (double p : f.probabilities) out.push_back(distribution_quantile(d, p));
+    return out;
+  };
+  j.begin_object(Layout::compact).member("samples", f.samples);
+  number("p50", f.p50);
+  number("p95", f.p95);
+  number("p99", f.p99);
+  number("max", f.max);
+  j.member("chosen", f.chosen)
+      .member("distribution",
+              f.chosen == "empirical" ? "empirical" : distribution_yaml(f.distribution));
+  number("ks", f.ks_distance);
+  number("empirical_ks", f.empirical_ks);
+  j.key("families").begin_array(Layout::compact);
   for (size_t i = 0; i < f.families.size(); ++i) {
-    std::string quantiles;
-    for (double p : f.probabilities) {
-      quantiles += (quantiles.empty() ? "" : ",") + json_number(distribution_quantile(f.families[i].distribution, p));
-    }
-    families += fmt::format(
-        R"({}{{"family":"{}","distribution":{},"ks":{},"log_likelihood":{},"quantiles":[{}]}})",
-        i == 0 ? "" : ",", kFamilyNames[i], json_string(distribution_yaml(f.families[i].distribution)),
-        json_number(f.families[i].ks_distance), json_number(f.families[i].log_likelihood), quantiles);
+    j.begin_object(Layout::compact)
+        .member("family", kFamilyNames[i])
+        .member("distribution", distribution_yaml(f.families[i].distribution));
+    number("ks", f.families[i].ks_distance);
+    number("log_likelihood", f.families[i].log_likelihood);
+    j.key("quantiles");
+    write_numbers(j, quantiles_of(f.families[i].distribution));
+    j.end();
   }
-  std::string probabilities, quantiles, chosen;
-  for (size_t i = 0; i < f.probabilities.size(); ++i) {
-    probabilities += (i == 0 ? "" : ",") + json_number(f.probabilities[i]);
-    quantiles += (i == 0 ? "" : ",") + json_number(f.quantiles[i]);
-    chosen += (i == 0 ? "" : ",") + json_number(distribution_quantile(f.distribution, f.probabilities[i]));
-  }
-  return fmt::format(
-      R"({{"samples":{},"p50":{},"p95":{},"p99":{},"max":{},"chosen":"{}","distribution":{},)"
-      R"("ks":{},"empirical_ks":{},"families":[{}],"probabilities":[{}],"quantiles":[{}],)"
-      R"("chosen_quantiles":[{}]}})",
-      f.samples, json_number(f.p50), json_number(f.p95), json_number(f.p99), json_number(f.max), f.chosen,
-      json_string(f.chosen == "empirical" ? "empirical" : distribution_yaml(f.distribution)),
-      json_number(f.ks_distance), json_number(f.empirical_ks), families, probabilities, quantiles,
-      chosen);
+  j.end().key("probabilities");
+  write_numbers(j, f.probabilities);
+  j.key("quantiles");
+  write_numbers(j, f.quantiles);
+  j.key("chosen_quantiles");
+  write_numbers(j, quantiles_of(f.distribution));
+  j.end();
 }
 
 }  // namespace
@@ -269,46 +289,69 @@ std::string calibration_report(const Calibration& c, const SampleSet& set) {
 }
 
 std::string calibration_json(const Calibration& c, const SampleSet& set) {
-  std::string j = "{\n\"inputs\": [";
-  for (size_t i = 0; i < set.inputs().size(); ++i) {
-    const InputSummary& in = set.inputs()[i];
-    j += fmt::format("{}\n  {{\"path\":{},\"format\":\"{}\",\"samples\":{},\"ignored\":{},\"zero_length\":{}}}",
-                     i == 0 ? "" : ",", json_string(in.path), in.format, in.samples, in.ignored,
-                     in.zero_length);
+  JsonWriter j;
+  j.begin_object().key("inputs").begin_array();
+  for (const InputSummary& in : set.inputs()) {
+    j.begin_object(Layout::compact)
+        .member("path", in.path)
+        .member("format", in.format)
+        .member("samples", in.samples)
+        .member("ignored", in.ignored)
+        .member("zero_length", in.zero_length)
+        .end();
   }
-  j += "],\n\"entries\": [";
-  for (size_t i = 0; i < c.targets.size(); ++i) {
-    j += fmt::format("{}\n  {{\"entry\":\"{}\",\"signatures\":{},\"fit\":{}}}", i == 0 ? "" : ",",
-                     c.targets[i].target, c.targets[i].signatures, json_fit(c.targets[i].fit));
+  j.end().key("entries").begin_array();
+  for (const auto& target : c.targets) {
+    j.begin_object(Layout::compact)
+        .member("entry", target.target)
+        .member("signatures", target.signatures)
+        .key("fit");
+    write_fit(j, target.fit);
+    j.end();
   }
+  j.end();
   const SpatialFit& sp = c.spatial;
-  std::string factors, outliers;
-  for (const auto& [id, f] : sp.gpu_factor) {
-    factors += fmt::format("{}{}:{}", factors.empty() ? "" : ",", json_string(id), json_number(f));
+  j.key("spatial").begin_object(Layout::compact).member("gpus", sp.gpus).member("nodes", sp.nodes);
+  j.key("node_sigma").significant(sp.node_sigma, kReportDigits).member("skipped", sp.skipped);
+  j.key("per_gpu");
+  if (sp.per_gpu) {
+    write_fit(j, *sp.per_gpu);
+  } else {
+    j.null();
   }
+  j.key("outliers").begin_array(Layout::compact);
   for (const auto* list : {&sp.slow_gpus, &sp.slow_nodes}) {
     for (const Outlier& o : *list) {
-      outliers += fmt::format("{}{{\"kind\":\"{}\",\"id\":{},\"slowdown\":{},\"z\":{}}}",
-                              outliers.empty() ? "" : ",", list == &sp.slow_gpus ? "gpu" : "node",
-                              json_string(o.id), json_number(o.slowdown), json_number(o.z));
+      j.begin_object(Layout::compact)
+          .member("kind", list == &sp.slow_gpus ? "gpu" : "node")
+          .member("id", o.id);
+      j.key("slowdown").significant(o.slowdown, kReportDigits);
+      j.key("z").significant(o.z, kReportDigits).end();
     }
   }
-  j += fmt::format(
-      "],\n\"spatial\": {{\"gpus\":{},\"nodes\":{},\"node_sigma\":{},\"skipped\":{},\"per_gpu\":{},"
-      "\"outliers\":[{}],\"gpu_factors\":{{{}}}}},\n\"signatures\": [",
-      sp.gpus, sp.nodes, json_number(sp.node_sigma), json_string(sp.skipped),
-      sp.per_gpu ? json_fit(*sp.per_gpu) : "null", outliers, factors);
-  for (size_t i = 0; i < c.signatures.size(); ++i) {
-    const SignatureFit& s = c.signatures[i];
+  j.end().key("gpu_factors").begin_object(Layout::compact);
+  for (const auto& [id, f] : sp.gpu_factor) j.key(id).significant(f, kReportDigits);
+  j.end().end();
+  j.key("signatures").begin_array();
+  for (const SignatureFit& s : c.signatures) {
     const Signature& sig = set.signatures()[s.signature];
-    j += fmt::format(
-        "{}\n  {{\"kind\":\"{}\",\"signature\":{},\"class\":\"{}\",\"samples\":{},\"bubble_waits\":{},"
-        "\"nominal_s\":{},\"entry\":\"{}\",\"skipped\":{},\"fit\":{}}}",
-        i == 0 ? "" : ",", to_string(sig.kind), json_string(sig.name), sig.kernel_class, s.samples,
-        s.bubble_waits, json_number(s.nominal_s), s.target, json_string(s.skipped),
-        s.fit ? json_fit(*s.fit) : "null");
+    j.begin_object(Layout::compact)
+        .member("kind", to_string(sig.kind))
+        .member("signature", sig.name)
+        .member("class", sig.kernel_class)
+        .member("samples", s.samples)
+        .member("bubble_waits", s.bubble_waits);
+    j.key("nominal_s").significant(s.nominal_s, kReportDigits);
+    j.member("entry", s.target).member("skipped", s.skipped).key("fit");
+    if (s.fit) {
+      write_fit(j, *s.fit);
+    } else {
+      j.null();
+    }
+    j.end();
   }
-  return j + "]\n}\n";
+  j.end().end();
+  return j.take() + "\n";
 }
 
 }  // namespace prismsim

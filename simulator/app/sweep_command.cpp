@@ -27,6 +27,7 @@
 #include "app/cli_errors.hpp"
 #include "app/study.hpp"
 #include "core/files.hpp"
+#include "core/json.hpp"
 #include "montecarlo/child_processes.hpp"
 #include "config/scenario_loader.hpp"
 #include "config/sweep_loader.hpp"
@@ -422,20 +423,18 @@ std::string sweep_csv(const SweepSpec& spec, const std::vector<PointResult>& res
   return out;
 }
 
-std::string distribution_json(const DistributionSummary& d) {
-  if (d.count == 0) return "null";
-  std::string out = fmt::format("{{\"count\": {}", d.count);
-  const auto values = statistics(d);
-  for (size_t i = 0; i < values.size(); ++i) {
-    out += fmt::format(", \"{}\": {}", kStatisticNames[i], values[i]);
-  }
-  return out + "}";
-}
+using Layout = JsonWriter::Layout;
 
-std::string string_list_json(const std::vector<std::string>& items) {
-  std::vector<std::string> quoted;
-  for (const std::string& item : items) quoted.push_back(json_string(item));
-  return fmt::format("[{}]", fmt::join(quoted, ", "));
+/// A point's distribution on one line, or null without a sample.
+void write_distribution(JsonWriter& j, const DistributionSummary& d) {
+  if (d.count == 0) {
+    j.null();
+    return;
+  }
+  j.begin_object(Layout::line).member("count", d.count);
+  const auto values = statistics(d);
+  for (size_t i = 0; i < values.size(); ++i) j.member(kStatisticNames[i], values[i]);
+  j.end();
 }
 
 std::string sweep_json(const SweepSpec& spec, const std::vector<std::string>& command_line,
@@ -444,62 +443,67 @@ std::string sweep_json(const SweepSpec& spec, const std::vector<std::string>& co
   std::vector<std::string> set;
   for (const SweepAssignment& a : spec.set) set.push_back(a.as_written);
   set.insert(set.end(), command_line.begin(), command_line.end());
-  std::vector<std::string> parameters;
+  JsonWriter j;
+  j.begin_object()
+      .member("name", spec.name)
+      .member("scenario", spec.scenario_as_written)
+      .member("grid", to_string(spec.grid));
+  j.key("set").values(set);
+  j.key("parameters").begin_array();
   for (const SweepParameter& parameter : spec.parameters) {
+    j.begin_object(Layout::line);
     if (!parameter.variants) {
-      parameters.push_back(fmt::format("    {{\"path\": {}, \"values\": {}}}",
-                                       json_string(parameter.column),
-                                       string_list_json(parameter.values)));
+      j.member("path", parameter.column).key("values").values(parameter.values).end();
       continue;
     }
-    std::vector<std::string> variants;
+    j.member("name", parameter.column).key("variants").begin_object(Layout::line);
     for (size_t v = 0; v < parameter.values.size(); ++v) {
       std::vector<std::string> assignments;
       for (const SweepAssignment& a : parameter.assignments[v]) assignments.push_back(a.as_written);
-      variants.push_back(fmt::format("{}: {}", json_string(parameter.values[v]),
-                                     string_list_json(assignments)));
+      j.key(parameter.values[v]).values(assignments);
     }
-    parameters.push_back(fmt::format("    {{\"name\": {}, \"variants\": {{{}}}}}",
-                                     json_string(parameter.column), fmt::join(variants, ", ")));
+    j.end().end();
   }
-  std::vector<std::string> points;
+  j.end();
+  j.member("points_total", spec.points.size());
+  j.key("points").begin_array();
   for (size_t point = 0; point < results.size(); ++point) {
     if (states[point] != PointState::finished) continue;
     const PointResult& r = results[point];
-    std::vector<std::string> values;
+    j.begin_object(Layout::line)
+        .member("point", point)
+        .member("directory", fmt::format("points/{:03}", point));
+    j.key("values").begin_object(Layout::line);
     for (size_t p = 0; p < spec.parameters.size(); ++p) {
-      values.push_back(fmt::format("{}: {}", json_string(spec.parameters[p].column),
-                                   json_string(spec.parameters[p].values[spec.points[point][p]])));
+      j.member(spec.parameters[p].column, spec.parameters[p].values[spec.points[point][p]]);
     }
+    j.end().member("runs", r.runs).member("runs_completed", r.runs_completed);
+    j.wrap().key("step_time_s");
+    write_distribution(j, r.step_time);
+    j.wrap().key("job_time_s");
+    write_distribution(j, r.job_time);
+    j.wrap().key("baseline_step_time_s");
     const bool slowdown = r.has_baseline && r.step_time.count > 0;
     const double base = r.baseline_step_time_s;
-    points.push_back(fmt::format(
-        "    {{\"point\": {}, \"directory\": {}, \"values\": {{{}}}, \"runs\": {}, "
-        "\"runs_completed\": {},\n"
-        "     \"step_time_s\": {},\n"
-        "     \"job_time_s\": {},\n"
-        "     \"baseline_step_time_s\": {}, \"slowdown\": {}}}",
-        point, json_string(fmt::format("points/{:03}", point)), fmt::join(values, ", "), r.runs,
-        r.runs_completed, distribution_json(r.step_time), distribution_json(r.job_time),
-        r.has_baseline ? fmt::format("{}", base) : "null",
-        slowdown ? fmt::format("{{\"p50\": {}, \"p95\": {}, \"p99\": {}}}", r.step_time.p50 / base,
-                               r.step_time.p95 / base, r.step_time.p99 / base)
-                 : "null"));
+    if (r.has_baseline) {
+      j.value(base);
+    } else {
+      j.null();
+    }
+    j.key("slowdown");
+    if (slowdown) {
+      j.begin_object(Layout::line)
+          .member("p50", r.step_time.p50 / base)
+          .member("p95", r.step_time.p95 / base)
+          .member("p99", r.step_time.p99 / base)
+          .end();
+    } else {
+      j.null();
+    }
+    j.end();
   }
-  return fmt::format(
-      "{{\n"
-      "  \"name\": {},\n"
-      "  \"scenario\": {},\n"
-      "  \"grid\": {},\n"
-      "  \"set\": {},\n"
-      "  \"parameters\": [\n{}\n  ],\n"
-      "  \"points_total\": {},\n"
-      "  \"points\": [{}{}{}]\n"
-      "}}\n",
-      json_string(spec.name), json_string(spec.scenario_as_written),
-      json_string(to_string(spec.grid)), string_list_json(set), fmt::join(parameters, ",\n"),
-      spec.points.size(), points.empty() ? "" : "\n", fmt::join(points, ",\n"),
-      points.empty() ? "" : "\n  ");
+  j.end().end();
+  return j.take() + "\n";
 }
 
 /// One line per finished point: its values, runs completed and step-time p50, p95, p99.

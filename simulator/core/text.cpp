@@ -35,25 +35,6 @@ std::optional<double> parse_number(std::string_view text) {
   return value;
 }
 
-std::string json_string(std::string_view text) {
-  std::string out = "\"";
-  for (char c : text) {
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\t': out += "\\t"; break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) {
-          out += fmt::format("\\u{:04x}", static_cast<unsigned>(c));
-        } else {
-          out += c;
-        }
-    }
-  }
-  return out + "\"";
-}
-
 std::string human_seconds(double s) {
   if (s >= 1.0 || s == 0.0) return fmt::format("{:.4g} s", s);
   if (s >= 1e-3) return fmt::format("{:.4g} ms", s * 1e3);

@@ -18,9 +18,6 @@ std::optional<double> parse_number(std::string_view text);
 /// Whether `name` matches `pattern`: equal to it, or starting with it less its final '*'.
 bool matches_name_pattern(std::string_view pattern, std::string_view name);
 
-/// `text` as a JSON string literal, quotes included.
-std::string json_string(std::string_view text);
-
 /// Seconds for humans: 4 significant digits with a unit that suits the magnitude ("419.2 ms").
 std::string human_seconds(double s);
 

@@ -6,11 +6,10 @@
 #include <filesystem>
 #include <fstream>
 #include <stdexcept>
-#include <tuple>
 
 #include <fmt/format.h>
 
-#include "core/text.hpp"
+#include "core/json.hpp"
 
 namespace prismsim {
 
@@ -31,32 +30,39 @@ void TraceRecorder::write(const TraceLayout& layout) const {
   }
 }
 
+using Layout = JsonWriter::Layout;
+
 void TraceRecorder::write_chrome(const TraceLayout& layout) const {
   std::ofstream out(path_, std::ios::binary);
-  out << "{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n";
-  bool first = true;
-  auto line = [&](const std::string& text) {
-    out << (first ? "" : ",\n") << text;
-    first = false;
-  };
+  JsonWriter j;
+  j.begin_object(Layout::compact).member("displayTimeUnit", "ms").key("traceEvents");
+  j.begin_array(Layout::rows);
   for (int rank : ranks_) {
-    line(fmt::format(R"({{"ph":"M","name":"process_name","pid":{},"args":{{"name":{}}}}})", rank,
-                     json_string(layout.rank_labels.at(static_cast<size_t>(rank)))));
-    line(fmt::format(R"({{"ph":"M","name":"process_sort_index","pid":{},"args":{{"sort_index":{}}}}})",
-                     rank, rank));
+    j.begin_object(Layout::compact).member("ph", "M").member("name", "process_name");
+    j.member("pid", rank).key("args").begin_object(Layout::compact);
+    j.member("name", layout.rank_labels.at(static_cast<size_t>(rank))).end().end();
+    j.begin_object(Layout::compact).member("ph", "M").member("name", "process_sort_index");
+    j.member("pid", rank).key("args").begin_object(Layout::compact);
+    j.member("sort_index", rank).end().end();
     for (size_t s = 0; s < layout.stream_names.size(); ++s) {
-      line(fmt::format(R"({{"ph":"M","name":"thread_name","pid":{},"tid":{},"args":{{"name":{}}}}})",
-                       rank, s, json_string(layout.stream_names[s])));
+      j.begin_object(Layout::compact).member("ph", "M").member("name", "thread_name");
+      j.member("pid", rank).member("tid", s).key("args").begin_object(Layout::compact);
+      j.member("name", layout.stream_names[s]).end().end();
     }
   }
   for (const TraceSpan& span : spans_) {
-    const std::string args =
-        span.microbatch >= 0 ? fmt::format(R"(,"args":{{"microbatch":{}}})", span.microbatch) : "";
-    line(fmt::format(R"({{"ph":"X","name":{},"cat":{},"pid":{},"tid":{},"ts":{:.3f},"dur":{:.3f}{}}})",
-                     json_string(span.name), json_string(span.category), span.rank, span.stream,
-                     span.start_s * 1e6, (span.end_s - span.start_s) * 1e6, args));
+    j.begin_object(Layout::compact).member("ph", "X").member("name", span.name);
+    j.member("cat", span.category).member("pid", span.rank).member("tid", span.stream);
+    j.key("ts").fixed(span.start_s * 1e6, 3).key("dur").fixed((span.end_s - span.start_s) * 1e6, 3);
+    if (span.microbatch >= 0) {
+      j.key("args").begin_object(Layout::compact).member("microbatch", span.microbatch).end();
+    }
+    j.end();
+    j.flush(out);
   }
-  out << "\n]}\n";
+  j.end().end();
+  j.flush(out);
+  out << "\n";
   out.close();
   if (!out) throw std::runtime_error(fmt::format("cannot write trace '{}'", path_));
 }
@@ -78,30 +84,29 @@ std::string camel_case(const std::string& snake) {
   return out;
 }
 
-/// The NCCL kernel a span stands for, with the arguments PyTorch's profiler records for it.
-std::pair<std::string, std::string> nccl_kernel(const TraceSpan& span) {
-  std::string name;
-  if (span.category == "p2p") {
-    name = "ncclDevKernel_SendRecv(ncclDevComm*, unsigned long, ncclWork*)";
-  } else if (span.category == "collective") {
-    name = fmt::format("ncclDevKernel_{}_Sum_bf16_RING_LL(ncclDevComm*, unsigned long, ncclWork*)",
+/// The NCCL kernel a span stands for.
+std::string nccl_kernel_name(const TraceSpan& span) {
+  if (span.category == "p2p") return "ncclDevKernel_SendRecv(ncclDevComm*, unsigned long, ncclWork*)";
+  if (span.category == "collective") {
+    return fmt::format("ncclDevKernel_{}_Sum_bf16_RING_LL(ncclDevComm*, unsigned long, ncclWork*)",
                        camel_case(span.op));
-  } else {
-    name = "ncclDevKernel_" + span.name;  // analytic: "tp_all_reduce"
   }
-  std::string args;
+  return "ncclDevKernel_" + span.name;  // analytic: "tp_all_reduce"
+}
+
+/// The arguments PyTorch's profiler records for an NCCL kernel, as members of `j`'s object.
+void write_nccl_args(JsonWriter& j, const TraceSpan& span) {
   if (span.bytes > 0) {
     const double elements = std::round(span.bytes / 2);
-    args += fmt::format(R"(,"Collective name":{},"In msg nelems":{:.0f},"Out msg nelems":{:.0f},)"
-                        R"("dtype":"BFloat16")",
-                        json_string(span.op), elements, elements);
+    j.member("Collective name", span.op);
+    j.key("In msg nelems").fixed(elements, 0).key("Out msg nelems").fixed(elements, 0);
+    j.member("dtype", "BFloat16");
   }
   if (!span.group.empty()) {
     std::string ranks;
     for (int r : span.group) ranks += (ranks.empty() ? "" : ", ") + std::to_string(r);
-    args += fmt::format(R"(,"Group size":{},"Process Group Ranks":"[{}]")", span.group.size(), ranks);
+    j.member("Group size", span.group.size()).member("Process Group Ranks", "[" + ranks + "]");
   }
-  return {name, args};
 }
 
 }  // namespace
@@ -125,28 +130,32 @@ void TraceRecorder::write_kineto(const TraceLayout& layout) const {
         (std::filesystem::path(path_) / fmt::format("rank{}.pt.trace.json", rank)).string();
     const int device = layout.device_of_rank.at(static_cast<size_t>(rank));
     std::ofstream out(file, std::ios::binary);
-    out << fmt::format(
-        "{{\"schemaVersion\":1,\"distributedInfo\":{{\"backend\":\"nccl\",\"rank\":{},"
-        "\"world_size\":{}}},\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n"
-        R"({{"ph":"M","name":"process_name","pid":{},"args":{{"name":{}}}}})",
-        rank, world, device, json_string(layout.rank_labels.at(static_cast<size_t>(rank))));
+    JsonWriter j;
+    j.begin_object(Layout::compact).member("schemaVersion", 1).key("distributedInfo");
+    j.begin_object(Layout::compact).member("backend", "nccl").member("rank", rank);
+    j.member("world_size", world).end().member("displayTimeUnit", "ms").key("traceEvents");
+    j.begin_array(Layout::rows);
+    j.begin_object(Layout::compact).member("ph", "M").member("name", "process_name");
+    j.member("pid", device).key("args").begin_object(Layout::compact);
+    j.member("name", layout.rank_labels.at(static_cast<size_t>(rank))).end().end();
     for (const TraceSpan* kernel : spans_of[r]) {
       const TraceSpan& span = *kernel;
       if (span.category == "wait") continue;  // waits are not GPU kernels
       const int stream = 7 + span.stream;
-      std::string name = span.name, args;
-      if (span.category == "collective" || span.category == "p2p" ||
-          span.category == "communication") {
-        std::tie(name, args) = nccl_kernel(span);
-      }
-      out << fmt::format(
-          ",\n"
-          R"({{"ph":"X","cat":"kernel","name":{},"pid":{},"tid":{},"ts":{:.3f},"dur":{:.3f},)"
-          R"("args":{{"device":{},"stream":{}{}}}}})",
-          json_string(name), device, stream, span.start_s * 1e6, (span.end_s - span.start_s) * 1e6,
-          device, stream, args);
+      const bool nccl = span.category == "collective" || span.category == "p2p" ||
+                        span.category == "communication";
+      j.begin_object(Layout::compact).member("ph", "X").member("cat", "kernel");
+      j.member("name", nccl ? nccl_kernel_name(span) : span.name);
+      j.member("pid", device).member("tid", stream);
+      j.key("ts").fixed(span.start_s * 1e6, 3).key("dur").fixed((span.end_s - span.start_s) * 1e6, 3);
+      j.key("args").begin_object(Layout::compact).member("device", device).member("stream", stream);
+      if (nccl) write_nccl_args(j, span);
+      j.end().end();
+      j.flush(out);
     }
-    out << "\n]}\n";
+    j.end().end();
+    j.flush(out);
+    out << "\n";
     out.close();
     if (!out) throw std::runtime_error(fmt::format("cannot write trace '{}'", file));
   }

@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "core/json.hpp"
 #include "core/seeds.hpp"
 
 #include "platform/sim_platform.hpp"
@@ -97,30 +98,30 @@ StudyResults gather_results(const Scenario& scenario, std::string collectives,
   return results;
 }
 
-/// `"name": {count, mean, ..., max[, ci: {p50, p95, p99}]}` without a trailing separator.
-std::string distribution_json(const char* name, const DistributionSummary& d,
-                              const std::vector<Interval>& ci) {
-  std::string out = fmt::format(
-      "  \"{}\": {{\n    \"count\": {},\n    \"mean\": {},\n    \"std\": {},\n"
-      "    \"min\": {},\n    \"p50\": {},\n    \"p90\": {},\n    \"p95\": {},\n"
-      "    \"p99\": {},\n    \"max\": {}",
-      name, d.count, d.mean, d.std, d.min, d.p50, d.p90, d.p95, d.p99, d.max);
-  if (ci.size() == 3) {
-    out += fmt::format(",\n    \"ci\": {{\"p50\": [{}, {}], \"p95\": [{}, {}], \"p99\": [{}, {}]}}",
-                       ci[0].low, ci[0].high, ci[1].low, ci[1].high, ci[2].low, ci[2].high);
-  }
-  return out + "\n  }";
-}
+using Layout = JsonWriter::Layout;
 
-/// `"deadlines": [{"deadline_s": D, "p_job_time_exceeds": P}, ...]`, or nothing.
-std::string deadlines_json(const std::vector<std::pair<double, double>>& misses) {
-  if (misses.empty()) return "";
-  std::string out = "  \"deadlines\": [";
-  for (size_t i = 0; i < misses.size(); ++i) {
-    out += fmt::format("{}{{\"deadline_s\": {}, \"p_job_time_exceeds\": {}}}", i ? ", " : "",
-                       misses[i].first, misses[i].second);
+/// `{count, mean, ..., max[, ci: {p50, p95, p99}]}`.
+void write_distribution(JsonWriter& j, const DistributionSummary& d,
+                        const std::vector<Interval>& ci) {
+  j.begin_object()
+      .member("count", d.count)
+      .member("mean", d.mean)
+      .member("std", d.std)
+      .member("min", d.min)
+      .member("p50", d.p50)
+      .member("p90", d.p90)
+      .member("p95", d.p95)
+      .member("p99", d.p99)
+      .member("max", d.max);
+  if (ci.size() == 3) {
+    j.key("ci").begin_object(Layout::line);
+    const char* names[] = {"p50", "p95", "p99"};
+    for (size_t i = 0; i < 3; ++i) {
+      j.key(names[i]).begin_array(Layout::line).value(ci[i].low).value(ci[i].high).end();
+    }
+    j.end();
   }
-  return out + "]\n";
+  j.end();
 }
 
 void compare_to_measured(StudyResults& results, const std::string& file,
@@ -137,101 +138,133 @@ void compare_to_measured(StudyResults& results, const std::string& file,
       s.p95 / m.p95 - 1, s.p99 / m.p99 - 1};
 }
 
-/// `"baseline": {...}, "variability": {...},` for a scenario with variation, or nothing.
-std::string variation_json(const StudyResults& r) {
-  if (r.sources.empty()) return "";
-  std::string sources;
-  for (const auto& source : r.sources) sources += (sources.empty() ? "" : ", ") + json_string(source);
-  std::string out;
-  auto percentiles = [](const DistributionSummary& d, double divide_by) {
-    return fmt::format("{{\"mean\": {}, \"p50\": {}, \"p95\": {}, \"p99\": {}}}",
-                       d.mean / divide_by, d.p50 / divide_by, d.p95 / divide_by,
-                       d.p99 / divide_by);
-  };
-  std::string slowdown;
-  if (r.baseline) {
-    out += fmt::format("  \"baseline\": {{\"step_time_s\": {}, \"job_time_s\": {}}},\n",
-                       r.baseline->step_time_s, r.baseline->job_time_s);
-    slowdown = fmt::format(",\n    \"slowdown\": {{\"step_time\": {}, \"job_time\": {}}}",
-                           percentiles(r.step_time, r.baseline->step_time_s),
-                           percentiles(r.job_time, r.baseline->job_time_s));
-  }
-  std::string attribution;
-  for (const auto& a : r.attribution) {
-    auto change = [](const DistributionSummary& full, const DistributionSummary& without) {
-      return fmt::format("{{\"p50\": {}, \"p95\": {}, \"p99\": {}}}", full.p50 - without.p50,
-                         full.p95 - without.p95, full.p99 - without.p99);
-    };
-    attribution += fmt::format(
-        "{}\n      {{\"source\": {}, \"without\": {{\"step_time_s\": {}, \"job_time_s\": {}}}, "
-        "\"added\": {{\"step_time_s\": {}, \"job_time_s\": {}}}}}",
-        attribution.empty() ? "" : ",", json_string(a.source), percentiles(a.step_time, 1),
-        percentiles(a.job_time, 1), change(r.step_time, a.step_time),
-        change(r.job_time, a.job_time));
-  }
-  if (!attribution.empty()) attribution = ",\n    \"attribution\": [" + attribution + "\n    ]";
-  return out + fmt::format("  \"variability\": {{\n    \"sources\": [{}]{}{}\n  }},\n", sources,
-                           slowdown, attribution);
+/// `{"mean": .., "p50": .., "p95": .., "p99": ..}` of `d`, divided by `divide_by`.
+void write_percentiles(JsonWriter& j, const DistributionSummary& d, double divide_by) {
+  j.begin_object(Layout::line)
+      .member("mean", d.mean / divide_by)
+      .member("p50", d.p50 / divide_by)
+      .member("p95", d.p95 / divide_by)
+      .member("p99", d.p99 / divide_by)
+      .end();
 }
 
-/// `"comparison": {...},` for --compare-to, or nothing.
-std::string comparison_json(const std::optional<StudyResults::Comparison>& c) {
-  if (!c) return "";
-  return fmt::format("  \"comparison\": {{\"file\": {}, \"measured\": {}, \"ks_distance\": {}, "
-                     "\"p50_error\": {}, \"p95_error\": {}, \"p99_error\": {}}},\n",
-                     json_string(c->file), c->measured, c->ks_distance, c->p50_error, c->p95_error,
-                     c->p99_error);
+/// `"baseline"` and `"variability"` for a scenario with variation.
+void write_variation(JsonWriter& j, const StudyResults& r) {
+  if (r.sources.empty()) return;
+  if (r.baseline) {
+    j.key("baseline")
+        .begin_object(Layout::line)
+        .member("step_time_s", r.baseline->step_time_s)
+        .member("job_time_s", r.baseline->job_time_s)
+        .end();
+  }
+  j.key("variability").begin_object();
+  j.key("sources").values(r.sources);
+  if (r.baseline) {
+    j.key("slowdown").begin_object(Layout::line).key("step_time");
+    write_percentiles(j, r.step_time, r.baseline->step_time_s);
+    j.key("job_time");
+    write_percentiles(j, r.job_time, r.baseline->job_time_s);
+    j.end();
+  }
+  if (!r.attribution.empty()) {
+    j.key("attribution").begin_array();
+    for (const auto& a : r.attribution) {
+      auto change = [&](const DistributionSummary& full, const DistributionSummary& without) {
+        j.begin_object(Layout::line)
+            .member("p50", full.p50 - without.p50)
+            .member("p95", full.p95 - without.p95)
+            .member("p99", full.p99 - without.p99)
+            .end();
+      };
+      j.begin_object(Layout::line).member("source", a.source);
+      j.key("without").begin_object(Layout::line).key("step_time_s");
+      write_percentiles(j, a.step_time, 1);
+      j.key("job_time_s");
+      write_percentiles(j, a.job_time, 1);
+      j.end();
+      j.key("added").begin_object(Layout::line).key("step_time_s");
+      change(r.step_time, a.step_time);
+      j.key("job_time_s");
+      change(r.job_time, a.job_time);
+      j.end().end();
+    }
+    j.end();
+  }
+  j.end();
 }
 
 std::string summary_json(const StudyResults& r) {
   const Scenario& s = *r.scenario;
   int completed = 0;
   for (const auto& run : r.runs) completed += run.ok;
-  std::string network;
-  for (const auto& [key, value] : network_model_settings()) {
-    network += fmt::format("{}\n    {}: {}", network.empty() ? "" : ",", json_string(key),
-                           json_string(value));
-  }
   const auto& d = r.step_time;
   const EventCounters counters = r.runs.empty() ? EventCounters{} : r.runs.front().counters;
-  return fmt::format(
-      "{{\n"
-      "  \"prismsim_version\": {},\n"
-      "  \"scenario\": {},\n"
-      "  \"platform\": {},\n"
-      "  \"workload\": {},\n"
-      "  \"gpus\": {},\n"
-      "  \"ranks_simulated\": {},\n"
-      "  \"parallelism\": {{\"dp\": {}, \"tp\": {}, \"pp\": {}, \"cp\": {}}},\n"
-      "  \"runs\": {},\n"
-      "  \"runs_completed\": {},\n"
-      "  \"steps\": {},\n"
-      "  \"seed\": {},\n"
-      "  \"network_model\": {{{}\n  }},\n"
-      "  \"collectives\": {},\n"
-      "  \"events_per_run\": {{\"executions\": {}, \"transfers\": {}}},\n"
-      "{}"
-      "{},\n"
-      "{}"
-      "{}"
-      "{}"
-      "}}\n",
-      json_string(PRISMSIM_VERSION), json_string(s.name), json_string(s.platform.name),
-      json_string(s.workload.name), s.parallelism.ranks(), r.ranks_simulated, s.parallelism.dp,
-      s.parallelism.tp,
-      s.parallelism.pp, s.parallelism.cp, s.simulation.runs, completed, s.simulation.steps,
-      s.simulation.seed, network, json_string(r.collectives), counters.executions,
-      counters.transfers,
-      d.count > 0 && s.workload.kind == WorkloadKind::transformer
-          ? fmt::format("  \"model_flops_utilization\": {},\n", model_flops_utilization(s, d.mean))
-          : "",
-      distribution_json("step_time_s", d, r.step_time_ci),
-      distribution_json("job_time_s", r.job_time, r.job_time_ci) + ",\n" +
-          comparison_json(r.comparison) + variation_json(r),
-      fmt::format("  \"confidence_intervals\": {{\"level\": {}, \"method\": "
-                  "\"percentile bootstrap over runs\", \"resamples\": {}}}{}\n",
-                  kConfidenceLevel, kBootstrapResamples, r.deadline_miss.empty() ? "" : ","),
-      deadlines_json(r.deadline_miss));
+  JsonWriter j;
+  j.begin_object()
+      .member("prismsim_version", PRISMSIM_VERSION)
+      .member("scenario", s.name)
+      .member("platform", s.platform.name)
+      .member("workload", s.workload.name)
+      .member("gpus", s.parallelism.ranks())
+      .member("ranks_simulated", r.ranks_simulated);
+  j.key("parallelism")
+      .begin_object(Layout::line)
+      .member("dp", s.parallelism.dp)
+      .member("tp", s.parallelism.tp)
+      .member("pp", s.parallelism.pp)
+      .member("cp", s.parallelism.cp)
+      .end();
+  j.member("runs", s.simulation.runs)
+      .member("runs_completed", completed)
+      .member("steps", s.simulation.steps)
+      .member("seed", s.simulation.seed);
+  j.key("network_model").begin_object();
+  for (const auto& [key, value] : network_model_settings()) j.member(key, value);
+  j.end();
+  j.member("collectives", r.collectives);
+  j.key("events_per_run")
+      .begin_object(Layout::line)
+      .member("executions", counters.executions)
+      .member("transfers", counters.transfers)
+      .end();
+  if (d.count > 0 && s.workload.kind == WorkloadKind::transformer) {
+    j.member("model_flops_utilization", model_flops_utilization(s, d.mean));
+  }
+  j.key("step_time_s");
+  write_distribution(j, d, r.step_time_ci);
+  j.key("job_time_s");
+  write_distribution(j, r.job_time, r.job_time_ci);
+  if (const auto& c = r.comparison) {
+    j.key("comparison")
+        .begin_object(Layout::line)
+        .member("file", c->file)
+        .member("measured", c->measured)
+        .member("ks_distance", c->ks_distance)
+        .member("p50_error", c->p50_error)
+        .member("p95_error", c->p95_error)
+        .member("p99_error", c->p99_error)
+        .end();
+  }
+  write_variation(j, r);
+  j.key("confidence_intervals")
+      .begin_object(Layout::line)
+      .member("level", kConfidenceLevel)
+      .member("method", "percentile bootstrap over runs")
+      .member("resamples", kBootstrapResamples)
+      .end();
+  if (!r.deadline_miss.empty()) {
+    j.key("deadlines").begin_array(Layout::line);
+    for (const auto& [deadline, missed] : r.deadline_miss) {
+      j.begin_object(Layout::line)
+          .member("deadline_s", deadline)
+          .member("p_job_time_exceeds", missed)
+          .end();
+    }
+    j.end();
+  }
+  j.end();
+  return j.take() + "\n";
 }
 
 std::string runs_csv(const StudyResults& r) {

@@ -23,3 +23,11 @@ same() {  # same NAME EXPECTED ACTUAL
     echo "FAIL $1: expected '$2', got '$3'"
   fi
 }
+json_get() {  # json_get FILE EXPRESSION: prints EXPRESSION of the parsed JSON `d` (JSON text for
+  # lists, objects and numbers; strings as they are)
+  python3 -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+v = eval(sys.argv[2])
+print(v if isinstance(v, str) else json.dumps(v))' "$1" "$2"
+}

@@ -34,15 +34,16 @@ expect "overridden run" 0 "$prismsim" run "$example" --out "$tmp/a" --runs 3 --s
 same "rows: runs x steps + header" 7 "$(wc -l <"$tmp/a/runs.csv")"
 same "no progress bar when stderr is not a terminal" "" "$(cat "$tmp/err")"
 same "header" "run,seed,step,step_time_s" "$(head -1 "$tmp/a/runs.csv")"
-same "seed recorded" 1 "$(grep -c '"seed": 7,' "$tmp/a/summary.json")"
-same "network model recorded" 1 "$(grep -c '"network/model": "CM02"' "$tmp/a/summary.json")"
+same "seed recorded" 7 "$(json_get "$tmp/a/summary.json" "d['seed']")"
+same "network model recorded" CM02 "$(json_get "$tmp/a/summary.json" "d['network_model']['network/model']")"
 
 # Job time over the steps of each run, its confidence intervals, deadlines from the scenario and
 # the command line.
 expect "deadlines" 0 "$prismsim" run "$example" --out "$tmp/d" --runs 2 --set simulation.steps=2 \
   --set 'simulation.deadlines=[1h]' --deadline 100ms --jobs 2
-same "job time counts finished runs" 1 "$(grep -A1 '"job_time_s"' "$tmp/d/summary.json" | grep -c '"count": 2,')"
-same "deadlines in summary" 1 "$(grep -c '"deadlines": \[{"deadline_s": 3600, "p_job_time_exceeds": 0}, {"deadline_s": 0.1, "p_job_time_exceeds": 1}\]' "$tmp/d/summary.json")"
+same "job time counts finished runs" 2 "$(json_get "$tmp/d/summary.json" "d['job_time_s']['count']")"
+same "deadlines in summary" '[[3600, 0], [0.1, 1]]' \
+  "$(json_get "$tmp/d/summary.json" "[[x['deadline_s'], x['p_job_time_exceeds']] for x in d['deadlines']]")"
 same "deadline in text" 1 "$(grep -c '^P(job time > 100 ms) = 1 over 2 runs' "$tmp/out")"
 expect "bad deadline" 2 "$prismsim" run "$example" --out "$tmp/d2" --deadline soon
 
@@ -51,7 +52,8 @@ printf 'run,step_time_s\n0,0.40\n1,0.42\n2,0.45\n' >"$tmp/measured.csv"
 expect "compare to measured" 0 "$prismsim" run "$example" --out "$tmp/cmp" --runs 2 \
   --compare-to "$tmp/measured.csv"
 # Every simulated step takes 0.41924 s: the CDFs differ most just above it, 1 - 1/3.
-same "KS distance" 1 "$(grep -c '"measured": 3, "ks_distance": 0.6666666666666667' "$tmp/cmp/summary.json")"
+same "KS distance" '[3, 0.6666666666666667]' \
+  "$(json_get "$tmp/cmp/summary.json" "[d['comparison']['measured'], d['comparison']['ks_distance']]")"
 printf '0.4\n-1\n' >"$tmp/bad-measured.txt"
 expect "bad measured file" 2 "$prismsim" run "$example" --out "$tmp/cmp2" --compare-to "$tmp/bad-measured.txt"
 same "bad measured message" "$tmp/bad-measured.txt:2:1: error: expected a positive step time in seconds, got '-1'" \
@@ -65,7 +67,7 @@ kill -INT "$pid"
 wait "$pid"
 same "interrupted exit code" 130 "$?"
 same "interrupted message" 1 "$(grep -c '^prismsim: interrupted: [0-9]* of 1000 runs finished' "$tmp/err")"
-completed=$(sed -n 's/.*"runs_completed": \([0-9]*\),.*/\1/p' "$tmp/int/summary.json")
+completed=$(json_get "$tmp/int/summary.json" "d['runs_completed']")
 same "some runs finished, not all" 1 "$(awk -v c="$completed" 'BEGIN { print (c >= 1 && c < 1000) }')"
 
 # A slower NIC makes the step slower than the bundled 400 Gb/s one.
@@ -128,10 +130,10 @@ for file in summary.json runs.csv breakdown.csv; do
 done
 same "steps differ under variation" 12 "$(tail -n +2 "$tmp/v1/runs.csv" | cut -d, -f4 | sort -u | wc -l)"
 expect "deterministic run" 0 "$prismsim" run "$tiny" --out "$tmp/v0" --runs 1
-deterministic_job=$(grep -A2 '"job_time_s": {' "$tmp/v0/summary.json" | sed -n 's/ *"mean": \(.*\),/\1/p')
-same "baseline = the deterministic job time" 1 \
-  "$(grep -c "\"baseline\": {\"step_time_s\": .*, \"job_time_s\": $deterministic_job}" "$tmp/v1/summary.json")"
-same "one attribution per source" 6 "$(grep -c '"source": ' "$tmp/v1/summary.json")"
+same "baseline = the deterministic job time" "$(json_get "$tmp/v0/summary.json" "d['job_time_s']['mean']")" \
+  "$(json_get "$tmp/v1/summary.json" "d['baseline']['job_time_s']")"
+same "one attribution per source" 6 \
+  "$(json_get "$tmp/v1/summary.json" "len(d['variability']['attribution'])")"
 same "breakdown: header + 2 runs x 16 ranks" 33 "$(wc -l <"$tmp/v1/breakdown.csv")"
 same "breakdown labels" "median slowest" "$(tail -n +2 "$tmp/v1/breakdown.csv" | cut -d, -f2 | sort -u | tr '\n' ' ' | sed 's/ $//')"
 expect "--attribute without variability" 2 "$prismsim" run "$tiny" --out "$tmp/v4" --attribute
