@@ -17,6 +17,7 @@
 #include "config/scenario_loader.hpp"
 #include "core/diagnostics.hpp"
 #include "core/units.hpp"
+#include "montecarlo/process_pool.hpp"
 #include "stats/measured_samples.hpp"
 #include "stats/results_writer.hpp"
 #include "workload/memory_estimate.hpp"
@@ -115,13 +116,13 @@ int run_command(const Options& options) {
   const StudyOutcome outcome = run_study(scenario, study, out_dir);
   const StudyResults& results = outcome.results;
   std::cout << summary_text(results) << fmt::format("wrote {}\n", fmt::join(outcome.written, ", "));
-  if (outcome.interrupted) {
+  if (outcome.stop_signal != 0) {
     int finished = 0;
     for (const auto& run : results.runs) finished += run.ok;
-    std::cerr << fmt::format("prismsim: interrupted: {} of {} runs finished; the outputs hold "
-                             "them and the steps of the runs cut short\n",
-                             finished, scenario.simulation.runs);
-    return kExitInterrupted;
+    std::cerr << fmt::format("prismsim: interrupted by {}: {} of {} runs finished; the outputs "
+                             "hold them and the steps of the runs cut short\n",
+                             signal_name(outcome.stop_signal), finished, scenario.simulation.runs);
+    return exit_status_for_signal(outcome.stop_signal);
   }
   int status = kExitOk;
   for (const auto& run : results.runs) {

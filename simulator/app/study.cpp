@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <csignal>
 #include <cstdio>
 #include <fstream>
 #include <memory>
@@ -45,6 +46,15 @@ void ProgressBar::update(int done, int total) {
 void ProgressBar::finish() {
   if (drawn_) std::fprintf(stderr, "\n");
   drawn_ = false;
+}
+
+std::string signal_name(int signal) {
+  switch (signal) {
+    case SIGINT: return "SIGINT";
+    case SIGTERM: return "SIGTERM";
+    case SIGHUP: return "SIGHUP";
+    default: return fmt::format("signal {}", signal);
+  }
 }
 
 void apply_run_options(const boost::program_options::variables_map& vm, int runs, long long seed,
@@ -95,12 +105,12 @@ StudyOutcome run_study(const Scenario& scenario, const StudyOptions& options,
   const SimulationSpec& sim = scenario.simulation;
   const VariationModel variation(scenario.variability, scenario, simulation.topology(), job);
   StudyOutcome outcome;
-  bool& interrupted = outcome.interrupted;
+  int& stop_signal = outcome.stop_signal;
   auto replicate = [&](const VariationModel* model, const std::vector<int>& run_ids, int jobs_now) {
     simulation.set_variation(model);
     ProgressBar progress;
     auto records = run_replications(simulation, run_ids, sim.seed, sim.steps, jobs_now,
-                                    &interrupted, [&](int done, int total) {
+                                    &stop_signal, [&](int done, int total) {
                                       if (options.show_progress) progress.update(done, total);
                                     });
     progress.finish();
@@ -117,22 +127,22 @@ StudyOutcome run_study(const Scenario& scenario, const StudyOptions& options,
   if (variation.active()) {
     results.sources = scenario.variability.sources();
     // The same scenario without variation: deterministic, so one run says it all.
-    const auto base = interrupted ? std::vector<RunRecord>{} : replicate(nullptr, {0}, 1);
+    const auto base = stop_signal != 0 ? std::vector<RunRecord>{} : replicate(nullptr, {0}, 1);
     if (!base.empty() && base.front().ok) {
       const auto [step, job_time] = summarize_runs(base, sim.steps);
       results.baseline = StudyResults::Baseline{step.mean, job_time.mean};
     }
     for (const std::string& source :
          options.attribute ? results.sources : std::vector<std::string>{}) {
-      if (interrupted) break;
+      if (stop_signal != 0) break;
       const VariationModel without(scenario.variability.without(source), scenario,
                                    simulation.topology(), job);
       const auto [step, job_time] = summarize_runs(replicate(&without, all_runs, jobs), sim.steps);
-      if (!interrupted) results.attribution.push_back({source, step, job_time});
+      if (stop_signal == 0) results.attribution.push_back({source, step, job_time});
     }
   }
   outcome.written = {(out_dir / "summary.json").string(), (out_dir / "runs.csv").string()};
-  if (options.breakdown && !interrupted && results.job_time.count > 0) {
+  if (options.breakdown && stop_signal == 0 && results.job_time.count > 0) {
     // The slowest run and the median one (the lower middle of an even count).
     std::vector<std::pair<double, int>> by_time;
     for (const auto& run : results.runs) {
@@ -147,7 +157,7 @@ StudyOutcome run_study(const Scenario& scenario, const StudyOptions& options,
     simulation.set_report_rank_times(true);
     const auto records = replicate(&variation, chosen, std::min(jobs, 2));
     simulation.set_report_rank_times(false);
-    if (!interrupted) {
+    if (stop_signal == 0) {
       write_file(out_dir / "breakdown.csv", breakdown_csv(records, {"slowest", "median"},
                                                           scenario, job, simulation.topology()));
       outcome.written.push_back((out_dir / "breakdown.csv").string());

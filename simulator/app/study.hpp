@@ -17,7 +17,10 @@ namespace prismsim {
 constexpr int kExitOk = 0;
 constexpr int kExitRunFailed = 1;   ///< a simulation failed
 constexpr int kExitBadInput = 2;    ///< bad input or usage
-constexpr int kExitInterrupted = 130;  ///< 128 + SIGINT, as shells report it
+// A stop signal (SIGINT, SIGTERM, SIGHUP) exits with 128 + its number: exit_status_for_signal.
+
+/// "SIGTERM" for the stop signals, else "signal N".
+std::string signal_name(int signal);
 
 /// Items done, rate and time left on one stderr line, redrawn at most every 0.2 s; silent when
 /// stderr is not a terminal (logs and pipes get no control characters).
@@ -55,7 +58,7 @@ struct StudyOptions {
 struct StudyOutcome {
   StudyResults results;              ///< refers to the scenario given to run_study
   std::vector<std::string> written;  ///< the files written, in order
-  bool interrupted = false;          ///< SIGINT stopped the runs; results hold what finished
+  int stop_signal = 0;  ///< a stop signal ended the runs early (results hold what finished), or 0
 };
 
 /// Simulates `scenario`'s runs (then, with variation, the no-variation baseline, and what

@@ -1,7 +1,5 @@
 #include "app/sweep_command.hpp"
 
-#include <poll.h>
-#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -18,7 +16,6 @@
 #include <stdexcept>
 #include <string>
 #include <thread>
-#include <type_traits>
 #include <vector>
 
 #include <boost/program_options.hpp>
@@ -28,7 +25,7 @@
 #include "app/study.hpp"
 #include "core/files.hpp"
 #include "core/json.hpp"
-#include "montecarlo/child_processes.hpp"
+#include "montecarlo/process_pool.hpp"
 #include "config/scenario_loader.hpp"
 #include "config/sweep_loader.hpp"
 #include "core/diagnostics.hpp"
@@ -152,61 +149,42 @@ struct PointResult {
   std::vector<std::string> errors;  ///< why runs failed, or why the point did
 };
 
-static_assert(std::is_trivially_copyable_v<DistributionSummary>);
 constexpr uint32_t kEndOfResult = 0x70727377;  // "prsw": the result arrived whole
 
 std::string encode(const PointResult& r) {
-  std::string bytes;
-  auto put = [&](const auto& value) {
-    bytes.append(reinterpret_cast<const char*>(&value), sizeof value);
-  };
-  put(r.runs);
-  put(r.runs_completed);
-  put(r.step_time);
-  put(r.job_time);
-  put(static_cast<uint8_t>(r.has_baseline));
-  put(r.baseline_step_time_s);
-  put(static_cast<uint64_t>(r.errors.size()));
-  for (const std::string& error : r.errors) {
-    put(static_cast<uint64_t>(error.size()));
-    bytes += error;
-  }
-  put(kEndOfResult);
-  return bytes;
+  RecordWriter w;
+  w.put(r.runs).put(r.runs_completed).put(r.step_time).put(r.job_time);
+  w.put(static_cast<uint8_t>(r.has_baseline)).put(r.baseline_step_time_s);
+  w.put(static_cast<uint64_t>(r.errors.size()));
+  for (const std::string& error : r.errors) w.put_string(error);
+  w.put(kEndOfResult);
+  return w.bytes();
 }
 
 /// The result in `bytes`, or nullopt when it did not arrive whole.
 std::optional<PointResult> decode(const std::string& bytes) {
-  size_t at = 0;
-  auto get = [&](auto& value) {
-    if (bytes.size() - at < sizeof value) return false;
-    std::memcpy(&value, bytes.data() + at, sizeof value);
-    at += sizeof value;
-    return true;
-  };
+  RecordReader in(bytes);
   PointResult r;
   uint8_t has_baseline = 0;
   uint64_t errors = 0;
-  if (!get(r.runs) || !get(r.runs_completed) || !get(r.step_time) || !get(r.job_time) ||
-      !get(has_baseline) || !get(r.baseline_step_time_s) || !get(errors)) {
+  if (!in.get(r.runs) || !in.get(r.runs_completed) || !in.get(r.step_time) ||
+      !in.get(r.job_time) || !in.get(has_baseline) || !in.get(r.baseline_step_time_s) ||
+      !in.get(errors) || errors > bytes.size()) {
     return std::nullopt;
   }
   r.has_baseline = has_baseline != 0;
-  for (uint64_t i = 0; i < errors; ++i) {
-    uint64_t size = 0;
-    if (!get(size) || bytes.size() - at < size) return std::nullopt;
-    r.errors.push_back(bytes.substr(at, size));
-    at += size;
+  r.errors.resize(errors);
+  for (std::string& error : r.errors) {
+    if (!in.get_string(error)) return std::nullopt;
   }
   uint32_t end = 0;
-  if (!get(end) || end != kEndOfResult || at != bytes.size()) return std::nullopt;
+  if (!in.get(end) || end != kEndOfResult || !in.at_end()) return std::nullopt;
   return r;
 }
 
-
-/// In a point's process: runs its study into `dir`, sends the statistics. Never returns.
-[[noreturn]] void point_main(const Scenario& scenario, const StudyOptions& options,
-                             const std::filesystem::path& dir, int fd) {
+/// In a point's process: runs its study into `dir`, sends the statistics; returns the exit status.
+int simulate_point(const Scenario& scenario, const StudyOptions& options,
+                   const std::filesystem::path& dir, int fd) {
   PointResult result;
   result.runs = scenario.simulation.runs;
   try {
@@ -226,9 +204,7 @@ std::optional<PointResult> decode(const std::string& bytes) {
     result.errors.push_back(e.what());
   }
   const std::string bytes = encode(result);
-  const bool sent = write_all(fd, bytes.data(), bytes.size());
-  ::close(fd);
-  ::_exit(sent ? 0 : 1);
+  return write_all(fd, bytes.data(), bytes.size()) ? 0 : 1;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -237,139 +213,59 @@ std::optional<PointResult> decode(const std::string& bytes) {
 /// What became of a point.
 enum class PointState { waiting, finished, cut_short };
 
-struct RunningPoint {
-  size_t point = 0;
-  pid_t pid = -1;
-  int fd = -1;
-  size_t slot = 0;  ///< in the interrupt guard
-  std::string bytes;
-};
-
 /// "DIR/points/007".
 std::filesystem::path point_directory(const std::filesystem::path& out, size_t point) {
   return out / "points" / fmt::format("{:03}", point);
 }
 
-/// Forks the process of `point`; it becomes the leader of its own process group, so that ending
-/// the group ends its runs' processes too.
-RunningPoint launch(size_t point, const Scenario& scenario, const StudyOptions& options,
-                    const std::filesystem::path& dir, const std::vector<RunningPoint>& running,
-                    InterruptGuard& guard) {
-  int fds[2];
-  if (::pipe(fds) != 0) throw std::runtime_error(std::string("pipe: ") + std::strerror(errno));
-  std::cout.flush();
-  std::fflush(stdout);
-  std::fflush(stderr);
-  const pid_t parent = ::getpid();
-  const pid_t pid = ::fork();
-  if (pid < 0) throw std::runtime_error(std::string("fork: ") + std::strerror(errno));
-  if (pid == 0) {
-    ::setpgid(0, 0);
-    ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // the sweep died: so does the point
-    if (::getppid() != parent) ::_exit(1);
-    ::signal(SIGINT, SIG_DFL);
-    ::close(fds[0]);
-    for (const RunningPoint& other : running) ::close(other.fd);
-    point_main(scenario, options, dir, fds[1]);
-  }
-  ::setpgid(pid, pid);  // also here: the group exists before anyone signals it
-  ::close(fds[1]);
-  return {point, pid, fds[0], guard.watch(pid, true), {}};
+/// Why a point's process sent no whole result.
+std::string no_result(int status) {
+  return WIFSIGNALED(status)
+             ? fmt::format("its process was killed by signal {} ({})", WTERMSIG(status),
+                           strsignal(WTERMSIG(status)))
+             : fmt::format("its process exited with status {} before sending its results",
+                           WIFEXITED(status) ? WEXITSTATUS(status) : -1);
 }
 
-/// Waits for the process of `p`, whose pipe reached its end, and ends what is left of its group.
-/// Returns what it sent, or nullopt (with `why` said) when it did not send it whole.
-std::optional<PointResult> collect(RunningPoint& p, InterruptGuard& guard, std::string* why) {
-  ::close(p.fd);
-  siginfo_t info{};
-  while (::waitid(P_PID, static_cast<id_t>(p.pid), &info, WEXITED | WNOWAIT) < 0 &&
-         errno == EINTR) {
-  }
-  // The leader is a zombie until reaped, so its group id cannot be reused yet: end the group's
-  // remaining processes (the runs of a point that died).
-  ::kill(-p.pid, SIGKILL);
-  guard.forget(p.slot);
-  int status = 0;
-  while (::waitpid(p.pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  auto result = decode(p.bytes);
-  if (!result) {
-    *why = WIFSIGNALED(status)
-               ? fmt::format("its process was killed by signal {} ({})", WTERMSIG(status),
-                             strsignal(WTERMSIG(status)))
-               : fmt::format("its process exited with status {} before sending its results",
-                             WIFEXITED(status) ? WEXITSTATUS(status) : -1);
-  }
-  return result;
-}
-
-/// Runs every point, at most `slots` at once, each with `jobs_per_point` replications at once.
-/// Fills `results` and `states`; SIGINT stops it (points not finished are cut_short).
-void run_points(const std::vector<Scenario>& scenarios, const std::filesystem::path& out,
-                int slots, int jobs_per_point, std::vector<PointResult>& results,
-                std::vector<PointState>& states) {
+/// Runs every point, at most `slots` at once, each with `jobs_per_point` replications at once, each
+/// point's process leading its own process group (so that ending it ends its runs). Fills
+/// `results` and `states`; returns the stop signal that ended it early (points not finished are
+/// cut_short), or 0.
+int run_points(const std::vector<Scenario>& scenarios, const std::filesystem::path& out,
+               int slots, int jobs_per_point, std::vector<PointResult>& results,
+               std::vector<PointState>& states) {
   StudyOptions options;
   options.jobs = jobs_per_point;
   options.show_progress = false;
-  const size_t points = scenarios.size();
-  std::vector<RunningPoint> running;
-  size_t next = 0;
+  const int points = static_cast<int>(scenarios.size());
   int done = 0;
   ProgressBar progress("points");
-  InterruptGuard guard;
-  while (next < points || !running.empty()) {
-    if (!guard.interrupted() && next < points && static_cast<int>(running.size()) < slots) {
-      const std::filesystem::path dir = point_directory(out, next);
-      std::error_code ec;
-      std::filesystem::create_directories(dir, ec);
-      if (ec) {
-        results[next].runs = scenarios[next].simulation.runs;
-        results[next].errors.push_back(
-            fmt::format("cannot create directory '{}': {}", dir.string(), ec.message()));
-        states[next++] = PointState::finished;
-        progress.update(++done, static_cast<int>(points));
-        continue;
-      }
-      // Files of an earlier sweep into the same directory would pass for this one's.
-      for (const char* name : {"summary.json", "runs.csv"}) std::filesystem::remove(dir / name, ec);
-      running.push_back(launch(next, scenarios[next], options, dir, running, guard));
-      ++next;
-      continue;
-    }
-    if (running.empty()) break;  // interrupted before launching the rest
-    std::vector<pollfd> fds;
-    for (const RunningPoint& p : running) fds.push_back({p.fd, POLLIN, 0});
-    if (::poll(fds.data(), fds.size(), -1) < 0) {
-      if (errno == EINTR) continue;
-      throw std::runtime_error(std::string("poll: ") + std::strerror(errno));
-    }
-    for (size_t i = running.size(); i-- > 0;) {
-      if (fds[i].revents == 0) continue;
-      RunningPoint& p = running[i];
-      char buffer[4096];
-      const ssize_t got = ::read(p.fd, buffer, sizeof buffer);
-      if (got > 0) {
-        p.bytes.append(buffer, static_cast<size_t>(got));
-        continue;
-      }
-      if (got < 0 && errno == EINTR) continue;
-      std::string why;
-      auto result = collect(p, guard, &why);
-      if (result) {
-        results[p.point] = std::move(*result);
-        states[p.point] = PointState::finished;
-      } else if (guard.interrupted()) {
-        states[p.point] = PointState::cut_short;
-      } else {
-        results[p.point].runs = scenarios[p.point].simulation.runs;
-        results[p.point].errors.push_back(why);
-        states[p.point] = PointState::finished;
-      }
-      running.erase(running.begin() + static_cast<std::ptrdiff_t>(i));
-      progress.update(++done, static_cast<int>(points));
-    }
-  }
+  std::vector<std::string> directory_error(scenarios.size());
+  const int signal = run_tasks(
+      points, PoolOptions{slots, true},
+      [&](int point, int fd) {
+        const std::filesystem::path dir = point_directory(out, static_cast<size_t>(point));
+        return simulate_point(scenarios[static_cast<size_t>(point)], options, dir, fd);
+      },
+      [&](int point, TaskResult task) {
+        const size_t p = static_cast<size_t>(point);
+        if (auto result = decode(task.bytes)) {
+          results[p] = std::move(*result);
+          states[p] = PointState::finished;
+        } else {
+          results[p].runs = scenarios[p].simulation.runs;
+          results[p].errors.push_back(no_result(task.wait_status));
+          states[p] = PointState::cut_short;  // unless it died on its own: below
+        }
+        progress.update(++done, points);
+      });
   progress.finish();
+  // A point without a result was cut short by the stop signal, or failed on its own.
+  for (PointState& state : states) {
+    if (state == PointState::waiting && signal != 0) state = PointState::cut_short;
+    if (state == PointState::cut_short && signal == 0) state = PointState::finished;
+  }
+  return signal;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -607,7 +503,16 @@ int sweep_command(int argc, char** argv) {
   const int slots = std::min(points, jobs);
   std::vector<PointResult> results(scenarios.size());
   std::vector<PointState> states(scenarios.size(), PointState::waiting);
-  run_points(scenarios, out, slots, std::max(1, jobs / slots), results, states);
+  // Files of an earlier sweep into the same directory would pass for this one's.
+  for (size_t point = 0; point < scenarios.size(); ++point) {
+    const std::filesystem::path dir = point_directory(out, point);
+    std::filesystem::create_directories(dir, ec);
+    if (ec) {
+      throw UsageError(fmt::format("cannot create directory '{}': {}", dir.string(), ec.message()));
+    }
+    for (const char* name : {"summary.json", "runs.csv"}) std::filesystem::remove(dir / name, ec);
+  }
+  const int signal = run_points(scenarios, out, slots, std::max(1, jobs / slots), results, states);
 
   const std::string csv_path = (out / "sweep.csv").string();
   const std::string json_path = (out / "sweep.json").string();
@@ -621,9 +526,9 @@ int sweep_command(int argc, char** argv) {
   std::cout.flush();
   const auto finished = std::count(states.begin(), states.end(), PointState::finished);
   if (finished < points) {
-    std::cerr << fmt::format("prismsim: interrupted: {} of {} points finished; the table holds "
-                             "them\n", finished, points);
-    return kExitInterrupted;
+    std::cerr << fmt::format("prismsim: interrupted by {}: {} of {} points finished; the table "
+                             "holds them\n", signal_name(signal), finished, points);
+    return exit_status_for_signal(signal);
   }
   int failed = 0;
   for (size_t point = 0; point < results.size(); ++point) {

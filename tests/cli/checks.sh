@@ -31,3 +31,26 @@ d = json.load(open(sys.argv[1]))
 v = eval(sys.argv[2])
 print(v if isinstance(v, str) else json.dumps(v))' "$1" "$2"
 }
+processes_of() {  # processes_of TEXT : processes whose command line contains TEXT
+  local p
+  for p in /proc/[0-9]*; do
+    tr '\0' ' ' 2>/dev/null <"$p/cmdline" | grep -q -- "$1" && echo "${p#/proc/}"
+  done
+}
+children_of() {  # children_of PID
+  local stat pid comm state ppid rest
+  for stat in /proc/[0-9]*/stat; do
+    read -r pid comm state ppid rest 2>/dev/null <"$stat" || continue
+    [ "$ppid" = "$1" ] && echo "$pid"
+  done
+}
+first_child_done() {  # first_child_done PID: waits (up to 2 min) until a child that PID forked
+  # has ended, i.e. one run finished; works whatever the load, unlike a fixed sleep
+  local first="" i
+  for i in $(seq 1200); do
+    [ -n "$first" ] || first=$(children_of "$1" | head -1)
+    [ -n "$first" ] && ! children_of "$1" | grep -qx "$first" && return 0
+    sleep 0.1
+  done
+  return 1
+}

@@ -59,16 +59,25 @@ expect "bad measured file" 2 "$prismsim" run "$example" --out "$tmp/cmp2" --comp
 same "bad measured message" "$tmp/bad-measured.txt:2:1: error: expected a positive step time in seconds, got '-1'" \
   "$(head -1 "$tmp/err")"
 
-# Ctrl-C: exit 130, the outputs hold the runs that finished.
-"$prismsim" run "$example" --out "$tmp/int" --runs 1000 --jobs 2 >"$tmp/out" 2>"$tmp/err" &
-pid=$!
-sleep 2
-kill -INT "$pid"
-wait "$pid"
-same "interrupted exit code" 130 "$?"
-same "interrupted message" 1 "$(grep -c '^prismsim: interrupted: [0-9]* of 1000 runs finished' "$tmp/err")"
-completed=$(json_get "$tmp/int/summary.json" "d['runs_completed']")
-same "some runs finished, not all" 1 "$(awk -v c="$completed" 'BEGIN { print (c >= 1 && c < 1000) }')"
+# Stop signals (Ctrl-C, kill, timeout, Slurm's time limit, a closed terminal): exit 128 + the
+# signal, the outputs hold the runs that finished, no worker is left.
+for sig in INT:130 TERM:143 HUP:129; do
+  name=${sig%%:*}
+  "$prismsim" run "$example" --out "$tmp/int-$name" --runs 1000 --jobs 2 >"$tmp/out" 2>"$tmp/err" &
+  pid=$!
+  first_child_done "$pid"
+  kill -"$name" "$pid"
+  wait "$pid"
+  same "SIG$name exit code" "${sig##*:}" "$?"
+  same "SIG$name message" 1 \
+    "$(grep -c "^prismsim: interrupted by SIG$name: [0-9]* of 1000 runs finished" "$tmp/err")"
+  completed=$(json_get "$tmp/int-$name/summary.json" "d['runs_completed']")
+  same "SIG$name: some runs finished, not all" 1 \
+    "$(awk -v c="$completed" 'BEGIN { print (c >= 1 && c < 1000) }')"
+  same "SIG$name: runs.csv holds the finished runs" 1 \
+    "$(awk -v c="$completed" 'END { print (NR - 1 >= c) }' "$tmp/int-$name/runs.csv")"
+  same "SIG$name: no process left" "" "$(processes_of "$tmp/int-$name")"
+done
 
 # A slower NIC makes the step slower than the bundled 400 Gb/s one.
 expect "default run" 0 "$prismsim" run "$example" --out "$tmp/b" --runs 3 --seed 7 \

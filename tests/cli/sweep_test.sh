@@ -15,19 +15,6 @@ column() {  # column CSV NAME : the values of column NAME, one a line (a quoted 
 cell() {  # cell CSV POINT NAME
   column "$1" "$3" | sed -n "$(($2 + 1))p"
 }
-processes_of() {  # processes_of TEXT : processes whose command line contains TEXT
-  local p
-  for p in /proc/[0-9]*; do
-    tr '\0' ' ' 2>/dev/null <"$p/cmdline" | grep -q -- "$1" && echo "${p#/proc/}"
-  done
-}
-children_of() {  # children_of PID
-  local stat pid comm state ppid rest
-  for stat in /proc/[0-9]*/stat; do
-    read -r pid comm state ppid rest 2>/dev/null <"$stat" || continue
-    [ "$ppid" = "$1" ] && echo "$pid"
-  done
-}
 
 metrics=""
 for m in step_time job_time; do
@@ -175,7 +162,7 @@ sleep 0.5
 kill -INT "$pid"
 wait "$pid"
 same "interrupted exit code" 130 "$?"
-same "interrupted message" "prismsim: interrupted: 1 of 2 points finished; the table holds them" \
+same "interrupted message" "prismsim: interrupted by SIGINT: 1 of 2 points finished; the table holds them" \
   "$(cat "$tmp/err")"
 same "interrupted table: the finished point only" "1,1,1,1," "$(sed -n '2,$p' "$tmp/int/sweep.csv" | cut -d, -f1-4),"
 same "interrupted sweep.json" 2 "$(json_get "$tmp/int/sweep.json" "d['points_total']")"
