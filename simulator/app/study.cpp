@@ -72,91 +72,104 @@ void apply_run_options(const boost::program_options::variables_map& vm, int runs
   }
 }
 
+namespace {
+
+/// The trace recorder `options` ask for, or null.
+std::unique_ptr<TraceRecorder> make_trace(const StudyOptions& options, const Scenario& scenario,
+                                          const Job& job) {
+  if (options.trace.empty()) return nullptr;
+  std::vector<int> ranks;
+  try {
+    ranks = options.trace_ranks.empty()
+                ? parse_rank_list(fmt::format("0-{}", std::min(job.rank_count(), 8) - 1),
+                                  job.rank_count())
+                : parse_rank_list(options.trace_ranks, job.rank_count());
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(fmt::format("--trace-ranks: {}", e.what()));
+  }
+  if (options.trace_format == TraceFormat::kineto) {
+    std::error_code ec;
+    std::filesystem::create_directories(options.trace, ec);
+    if (ec || ::access(options.trace.c_str(), W_OK) != 0) {
+      throw UsageError(fmt::format("cannot write to trace directory '{}'", options.trace));
+    }
+  } else if (!std::ofstream(options.trace, std::ios::binary)) {
+    throw UsageError(fmt::format("cannot write trace file '{}'", options.trace));
+  }
+  return std::make_unique<TraceRecorder>(options.trace, std::move(ranks), options.trace_format,
+                                         job, scenario.platform.gpus_per_node);
+}
+
+/// The slowest run of `results` and the median one (the lower middle of an even count).
+std::vector<int> slowest_and_median(const StudyResults& results) {
+  std::vector<std::pair<double, int>> by_time;
+  for (const auto& run : results.runs) {
+    if (run.ok) {
+      by_time.emplace_back(
+          std::accumulate(run.step_times_s.begin(), run.step_times_s.end(), 0.0), run.run);
+    }
+  }
+  std::sort(by_time.begin(), by_time.end());
+  return {by_time.back().second, by_time[(by_time.size() - 1) / 2].second};
+}
+
+}  // namespace
+
 StudyOutcome run_study(const Scenario& scenario, const StudyOptions& options,
                        const std::filesystem::path& out_dir) {
   check_memory(scenario);
   Topology topology(scenario.platform);
   const Job job = build_job(scenario, topology);
   Simulation simulation(scenario, job, std::move(topology));
-  std::unique_ptr<TraceRecorder> trace;
-  if (!options.trace.empty()) {
-    std::vector<int> ranks;
-    try {
-      ranks = options.trace_ranks.empty()
-                  ? parse_rank_list(fmt::format("0-{}", std::min(job.rank_count(), 8) - 1),
-                                    job.rank_count())
-                  : parse_rank_list(options.trace_ranks, job.rank_count());
-    } catch (const std::invalid_argument& e) {
-      throw UsageError(fmt::format("--trace-ranks: {}", e.what()));
-    }
-    if (options.trace_format == TraceFormat::kineto) {
-      std::error_code ec;
-      std::filesystem::create_directories(options.trace, ec);
-      if (ec || ::access(options.trace.c_str(), W_OK) != 0) {
-        throw UsageError(fmt::format("cannot write to trace directory '{}'", options.trace));
-      }
-    } else if (!std::ofstream(options.trace, std::ios::binary)) {
-      throw UsageError(fmt::format("cannot write trace file '{}'", options.trace));
-    }
-    trace = std::make_unique<TraceRecorder>(options.trace, std::move(ranks), 0, options.trace_format);
-    simulation.set_trace(trace.get());
-  }
+  const std::unique_ptr<TraceRecorder> trace = make_trace(options, scenario, job);
   const int jobs = std::max(1, options.jobs);
   const SimulationSpec& sim = scenario.simulation;
   const VariationModel variation(scenario.variability, scenario, simulation.topology(), job);
   StudyOutcome outcome;
   int& stop_signal = outcome.stop_signal;
-  auto replicate = [&](const VariationModel* model, const std::vector<int>& run_ids, int jobs_now) {
-    simulation.set_variation(model);
+  // Each phase of the study is a list of replications, simulated in order.
+  auto simulate = [&](const std::vector<Replication>& phase, int jobs_now) {
     ProgressBar progress;
-    auto records = run_replications(simulation, run_ids, sim.seed, sim.steps, jobs_now,
-                                    &stop_signal, [&](int done, int total) {
+    auto records = run_replications(simulation, phase, sim.seed, jobs_now, &stop_signal,
+                                    [&](int done, int total) {
                                       if (options.show_progress) progress.update(done, total);
                                     });
     progress.finish();
     return records;
   };
-  std::vector<int> all_runs(static_cast<size_t>(sim.runs));
-  std::iota(all_runs.begin(), all_runs.end(), 0);
-  auto runs = replicate(&variation, all_runs, jobs);
-  simulation.set_trace(nullptr);  // the trace is of run 0, not of the baseline or reruns
+  // The runs; the trace is of run 0.
+  std::vector<Replication> runs = replications(sim.runs, &variation);
+  runs.front().observer = trace.get();
   StudyResults& results = outcome.results;
   results = gather_results(scenario, simulation.collective_summary(), simulation.simulated_ranks(),
-                           std::move(runs));
+                           simulate(runs, jobs));
   if (!options.measured.empty()) compare_to_measured(results, options.compare_to, options.measured);
   if (variation.active()) {
     results.sources = scenario.variability.sources();
     // The same scenario without variation: deterministic, so one run says it all.
-    const auto base = stop_signal != 0 ? std::vector<RunRecord>{} : replicate(nullptr, {0}, 1);
-    if (!base.empty() && base.front().ok) {
-      const auto [step, job_time] = summarize_runs(base, sim.steps);
-      results.baseline = StudyResults::Baseline{step.mean, job_time.mean};
+    if (stop_signal == 0) {
+      const auto base = simulate(replications(1, nullptr), 1);
+      if (!base.empty() && base.front().ok) {
+        const auto [step, job_time] = summarize_runs(base, sim.steps);
+        results.baseline = StudyResults::Baseline{step.mean, job_time.mean};
+      }
     }
+    // Attribution: the same runs without each source in turn (same seeds).
     for (const std::string& source :
          options.attribute ? results.sources : std::vector<std::string>{}) {
       if (stop_signal != 0) break;
       const VariationModel without(scenario.variability.without(source), scenario,
                                    simulation.topology(), job);
-      const auto [step, job_time] = summarize_runs(replicate(&without, all_runs, jobs), sim.steps);
+      const auto [step, job_time] =
+          summarize_runs(simulate(replications(sim.runs, &without), jobs), sim.steps);
       if (stop_signal == 0) results.attribution.push_back({source, step, job_time});
     }
   }
   outcome.written = {(out_dir / "summary.json").string(), (out_dir / "runs.csv").string()};
   if (options.breakdown && stop_signal == 0 && results.job_time.count > 0) {
-    // The slowest run and the median one (the lower middle of an even count).
-    std::vector<std::pair<double, int>> by_time;
-    for (const auto& run : results.runs) {
-      if (run.ok) {
-        by_time.emplace_back(
-            std::accumulate(run.step_times_s.begin(), run.step_times_s.end(), 0.0), run.run);
-      }
-    }
-    std::sort(by_time.begin(), by_time.end());
-    const std::vector<int> chosen = {by_time.back().second,
-                                     by_time[(by_time.size() - 1) / 2].second};
-    simulation.set_report_rank_times(true);
-    const auto records = replicate(&variation, chosen, std::min(jobs, 2));
-    simulation.set_report_rank_times(false);
+    std::vector<Replication> chosen;
+    for (int run : slowest_and_median(results)) chosen.push_back({run, &variation, true, nullptr});
+    const auto records = simulate(chosen, std::min(jobs, 2));
     if (stop_signal == 0) {
       write_file(out_dir / "breakdown.csv", breakdown_csv(records, {"slowest", "median"},
                                                           scenario, job, simulation.topology()));

@@ -4,7 +4,6 @@
 
 #include <cstdio>
 #include <cstring>
-#include <numeric>
 
 #include <fmt/format.h>
 
@@ -19,22 +18,26 @@ enum : uint8_t { kStep = 1, kCounters = 2, kRankTimes = 3 };
 
 /// In a run's process: simulates, streams each finished step, then the counters (and rank
 /// times). Returns the process's exit status.
-int simulate_run(Simulation& simulation, int run, uint64_t base_seed, int fd, int steps) {
-  simulation.set_run(run, run_seed(base_seed, static_cast<uint64_t>(run)));
-  const int done = simulation.run([fd](int, double step_time_s) {
+int simulate_run(Simulation& simulation, const Replication& replication, uint64_t seed, int fd) {
+  RankTimesRecorder rank_times(simulation.job());
+  RunRequest request{replication.run, seed, replication.variation, {}};
+  if (replication.observer != nullptr) request.observers.push_back(replication.observer);
+  if (replication.rank_times) request.observers.push_back(&rank_times);
+  const RunResult result = simulation.run(request, [fd](int, double step_time_s) {
     RecordWriter().put(kStep).put(step_time_s).send(fd);
   });
   RecordWriter record;
-  record.put(kCounters).put(simulation.counters());
-  if (simulation.reports_rank_times()) {
-    const auto& ranks = simulation.rank_times();
+  record.put(kCounters).put(result.counters);
+  if (replication.rank_times) {
+    const auto& ranks = rank_times.times();
     record.put(kRankTimes).put(static_cast<uint64_t>(ranks.size()));
     record.put_bytes(ranks.data(), ranks.size() * sizeof(RankTimes));
   }
   record.send(fd);
-  if (done < steps) {
+  const int steps = simulation.scenario().simulation.steps;
+  if (result.steps_completed < steps) {
     std::fprintf(stderr, "prismsim: error: the simulation stopped after %d of %d steps "
-                         "(ranks deadlocked)\n", done, steps);
+                         "(ranks deadlocked)\n", result.steps_completed, steps);
     return 3;
   }
   return 0;
@@ -75,35 +78,35 @@ void collect(const TaskResult& result, RunRecord& record, int steps) {
 
 }  // namespace
 
-std::vector<RunRecord> run_replications(Simulation& simulation, int runs, uint64_t base_seed,
-                                        int steps, int jobs, int* stop_signal,
-                                        const std::function<void(int, int)>& on_run_done) {
-  std::vector<int> run_ids(static_cast<size_t>(runs));
-  std::iota(run_ids.begin(), run_ids.end(), 0);
-  return run_replications(simulation, run_ids, base_seed, steps, jobs, stop_signal, on_run_done);
+std::vector<Replication> replications(int runs, const VariationModel* variation) {
+  std::vector<Replication> out;
+  for (int run = 0; run < runs; ++run) out.push_back({run, variation, false, nullptr});
+  return out;
 }
 
-std::vector<RunRecord> run_replications(Simulation& simulation, const std::vector<int>& run_ids,
-                                        uint64_t base_seed, int steps, int jobs,
-                                        int* stop_signal,
+std::vector<RunRecord> run_replications(Simulation& simulation,
+                                        const std::vector<Replication>& replications,
+                                        uint64_t base_seed, int jobs, int* stop_signal,
                                         const std::function<void(int, int)>& on_run_done) {
-  std::vector<RunRecord> records(run_ids.size());
-  for (size_t i = 0; i < run_ids.size(); ++i) {
+  std::vector<RunRecord> records(replications.size());
+  for (size_t i = 0; i < replications.size(); ++i) {
     RunRecord& record = records[i];
-    record.run = run_ids[i];
+    record.run = replications[i].run;
     record.seed = run_seed(base_seed, static_cast<uint64_t>(record.run));
     record.error = fmt::format("run {} was not started (interrupted)", record.run);
   }
+  const int steps = simulation.scenario().simulation.steps;
+  const int total = static_cast<int>(replications.size());
   int done = 0;
-  const int runs = static_cast<int>(run_ids.size());
   const int signal = run_tasks(
-      runs, PoolOptions{jobs, false},
+      total, PoolOptions{jobs, false},
       [&](int task, int fd) {
-        return simulate_run(simulation, run_ids[static_cast<size_t>(task)], base_seed, fd, steps);
+        const size_t i = static_cast<size_t>(task);
+        return simulate_run(simulation, replications[i], records[i].seed, fd);
       },
       [&](int task, TaskResult result) {
         collect(result, records[static_cast<size_t>(task)], steps);
-        if (on_run_done) on_run_done(++done, runs);
+        if (on_run_done) on_run_done(++done, total);
       });
   if (stop_signal != nullptr) *stop_signal = signal;
   return records;

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/rank_times.hpp"
 #include "runtime/simulation.hpp"
 
 namespace prismsim {
@@ -20,22 +21,27 @@ struct RunRecord {
   std::string error;  ///< why the run failed, when it did
 };
 
-/// Runs `runs` replications of a built simulation, each in a child process forked from this one
-/// (SimGrid runs once per process; fork after building shares the platform copy-on-write), at most
-/// `jobs` at a time. Results come back in run order whatever the completion order.
-/// A stop signal (SIGINT, SIGTERM, SIGHUP) ends it: no new run starts, running ones are ended with
-/// the steps they streamed, runs never started keep an empty record; `*stop_signal` then names the
-/// signal (else 0).
-/// `on_run_done(done, runs)` is called after each run is gathered.
-std::vector<RunRecord> run_replications(
-    Simulation& simulation, int runs, uint64_t base_seed, int steps, int jobs,
-    int* stop_signal = nullptr, const std::function<void(int, int)>& on_run_done = {});
+/// One replication to simulate: which run of the study (its seed derives from the study's base
+/// seed), with what variation, and what to record besides its step times.
+struct Replication {
+  int run = 0;
+  const VariationModel* variation = nullptr;  ///< null: the deterministic run
+  bool rank_times = false;           ///< send back where each rank's time went
+  RunObserver* observer = nullptr;   ///< also watches the run, in its process (a trace)
+};
 
-/// The same for the replications numbered `run_ids` (each with its own seed, as in a study of
-/// all runs): records come back in the order of `run_ids`.
-std::vector<RunRecord> run_replications(
-    Simulation& simulation, const std::vector<int>& run_ids, uint64_t base_seed, int steps,
-    int jobs, int* stop_signal = nullptr,
-    const std::function<void(int, int)>& on_run_done = {});
+/// Runs `runs` 0 .. runs-1, all with `variation`.
+std::vector<Replication> replications(int runs, const VariationModel* variation);
+
+/// Simulates `replications` of a built simulation, each in a child process forked from this one
+/// (SimGrid runs once per process; fork after building shares the platform copy-on-write), at most
+/// `jobs` at a time. Records come back in the order of `replications` whatever the completion
+/// order. A stop signal (SIGINT, SIGTERM, SIGHUP) ends it: no new run starts, running ones are
+/// ended with the steps they streamed, runs never started keep an empty record; `*stop_signal`
+/// then names the signal (else 0). `on_run_done(done, total)` is called after each run is gathered.
+std::vector<RunRecord> run_replications(Simulation& simulation,
+                                        const std::vector<Replication>& replications,
+                                        uint64_t base_seed, int jobs, int* stop_signal = nullptr,
+                                        const std::function<void(int, int)>& on_run_done = {});
 
 }  // namespace prismsim

@@ -13,20 +13,130 @@
 
 namespace prismsim {
 
-TraceRecorder::TraceRecorder(std::string path, std::vector<int> ranks, int run, TraceFormat format)
-    : path_(std::move(path)), ranks_(std::move(ranks)), run_(run), format_(format) {
+TraceRecorder::TraceRecorder(std::string path, std::vector<int> ranks, TraceFormat format,
+                             const Job& job, int gpus_per_node)
+    : path_(std::move(path)), ranks_(std::move(ranks)), format_(format), job_(job) {
   std::sort(ranks_.begin(), ranks_.end());
+  size_t streams = 1;
+  for (const auto& program : job.program_of_rank) {
+    if (program) streams = std::max(streams, program->streams.size());
+  }
+  const std::vector<std::string> names = {"compute", "data-parallel", "data-parallel reduce"};
+  for (size_t s = 0; s < streams; ++s) {
+    layout_.stream_names.push_back(s < names.size() ? names[s] : fmt::format("stream {}", s));
+  }
+  drawn_as_.resize(static_cast<size_t>(job.rank_count()));
+  for (int rank = 0; rank < job.rank_count(); ++rank) {
+    const int gpu = job.gpu_of_rank[static_cast<size_t>(rank)];
+    const int representative =
+        job.simulated(rank) ? rank : job.representative[static_cast<size_t>(rank)];
+    layout_.rank_labels.push_back(
+        representative == rank
+            ? fmt::format("rank {} (GPU {})", rank, gpu)
+            : fmt::format("rank {} (GPU {}, as rank {})", rank, gpu, representative));
+    layout_.device_of_rank.push_back(gpu % gpus_per_node);
+    if (wants(rank)) drawn_as_[static_cast<size_t>(representative)].push_back(rank);
+  }
 }
 
 bool TraceRecorder::wants(int rank) const {
   return std::binary_search(ranks_.begin(), ranks_.end(), rank);
 }
 
-void TraceRecorder::write(const TraceLayout& layout) const {
+bool TraceRecorder::watches(int rank) const {
+  return !drawn_as_[static_cast<size_t>(rank)].empty();
+}
+
+void TraceRecorder::on_op(const OpSpan& s) {
+  const Op& op = *s.op;
+  TraceSpan span;
+  switch (op.kind) {
+    case Op::Kind::collective: {
+      const CollectiveGroup& g = job_.groups[static_cast<size_t>(op.group)];
+      span = {.name = fmt::format("{} {}", g.name, to_string(op.collective)),
+              .category = "collective",
+              .microbatch = op.microbatch,
+              .op = to_string(op.collective),
+              .bytes = op.bytes,
+              .group = g.ranks};
+      break;
+    }
+    case Op::Kind::recv:
+      span = {.name = fmt::format("recv from rank {}", op.peer),
+              .category = "p2p",
+              .microbatch = op.microbatch,
+              .op = "recv",
+              .bytes = op.bytes,
+              .group = {op.peer, s.rank}};
+      break;
+    case Op::Kind::wait:
+      if (s.end_s <= s.start_s) return;
+      span.name = span.category = "wait";
+      break;
+    default: return;
+  }
+  span.stream = s.stream;
+  span.start_s = s.start_s;
+  span.end_s = s.end_s;
+  for (int as : drawn_as_[static_cast<size_t>(s.rank)]) {
+    span.rank = as;
+    add(span);
+  }
+}
+
+void TraceRecorder::on_compute(const ComputeSpan& s) {
+  // Without variation, kernels in proportion to their nominal durations.
+  const double scale = (s.end_s - s.start_s) / s.nominal_s;
+  for (int as : drawn_as_[static_cast<size_t>(s.rank)]) {
+    // With variation, the kernels as this rank's own GPU ran them.
+    const std::vector<double>* own = nullptr;
+    if (s.member_kernel_s != nullptr) {
+      const std::vector<int>& gpus = *s.member_gpus;
+      const auto it = std::find(gpus.begin(), gpus.end(), job_.gpu_of_rank[static_cast<size_t>(as)]);
+      if (it != gpus.end()) own = &(*s.member_kernel_s)[static_cast<size_t>(it - gpus.begin())];
+    }
+    std::vector<int> lockstep;
+    if (!job_.lockstep_of_rank.empty() && job_.lockstep_of_rank[static_cast<size_t>(as)] >= 0) {
+      lockstep = job_.lockstep[static_cast<size_t>(job_.lockstep_of_rank[static_cast<size_t>(as)])];
+    }
+    double at = s.start_s;
+    size_t next = 0;
+    for (const Op* op : *s.ops) {
+      const auto add_kernel = [&](const std::string& name, const char* category, double seconds,
+                                  double bytes) {
+        const double d = own != nullptr ? (*own)[next++] : seconds * scale;
+        TraceSpan kernel;
+        kernel.rank = as;
+        kernel.stream = s.stream;
+        kernel.start_s = at;
+        kernel.end_s = at + d;
+        kernel.name = name;
+        kernel.category = category;
+        kernel.microbatch = op->microbatch;
+        if (category == std::string_view("communication")) {
+          kernel.op = name;
+          kernel.bytes = bytes;
+          kernel.group = lockstep;
+        }
+        add(std::move(kernel));
+        at += d;
+      };
+      if (op->segment < 0) {
+        add_kernel("compute", "compute", op->seconds, 0);
+        continue;
+      }
+      for (const Kernel& k : job_.segments[static_cast<size_t>(op->segment)].kernels) {
+        add_kernel(k.name, to_string(k.kernel_class), k.seconds, k.bytes);
+      }
+    }
+  }
+}
+
+void TraceRecorder::on_run_end() {
   if (format_ == TraceFormat::kineto) {
-    write_kineto(layout);
+    write_kineto(layout_);
   } else {
-    write_chrome(layout);
+    write_chrome(layout_);
   }
 }
 

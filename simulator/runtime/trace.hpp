@@ -3,6 +3,9 @@
 #include <string>
 #include <vector>
 
+#include "runtime/run_observer.hpp"
+#include "workload/program.hpp"
+
 namespace prismsim {
 
 /// One span of a rank's stream on the timeline.
@@ -32,31 +35,40 @@ struct TraceLayout {
   std::vector<int> device_of_rank;       ///< per rank: its GPU's index within its node
 };
 
-/// Collects spans of selected ranks during one run and writes them as a Chrome trace (JSON
-/// "traceEvents", readable by ui.perfetto.dev and chrome://tracing) or as Kineto traces: per
-/// rank `rankR.pt.trace.json` with "distributedInfo", GPU kernels ("cat": "kernel"), NCCL kernels
-/// for collectives and transfers with the profiler's size and group arguments.
-class TraceRecorder {
+/// Records the spans of selected ranks during one run and writes them when it ends, as a Chrome
+/// trace (JSON "traceEvents", readable by ui.perfetto.dev and chrome://tracing) or as Kineto
+/// traces: per rank `rankR.pt.trace.json` with "distributedInfo", GPU kernels ("cat": "kernel"),
+/// NCCL kernels for collectives and transfers with the profiler's size and group arguments. A rank
+/// that is not simulated is drawn with its representative's timeline; the kernels of a fused
+/// execution with the durations its own GPU drew for them.
+class TraceRecorder : public RunObserver {
  public:
-  TraceRecorder(std::string path, std::vector<int> ranks, int run,
-                TraceFormat format = TraceFormat::chrome);
+  /// `ranks`: the ranks to record; `gpus_per_node` places their GPUs in their nodes.
+  TraceRecorder(std::string path, std::vector<int> ranks, TraceFormat format, const Job& job,
+                int gpus_per_node);
 
-  /// Whether `rank` is recorded (ranks are kept sorted).
+  /// Whether `rank` is recorded.
   bool wants(int rank) const;
-  int run() const { return run_; }
-  void add(TraceSpan span) { spans_.push_back(std::move(span)); }
-  /// Writes the file (Chrome) or the directory's files (Kineto); throws std::runtime_error.
-  void write(const TraceLayout& layout) const;
   const std::string& path() const { return path_; }
 
+  bool watches(int rank) const override;
+  bool wants_kernels(int rank) const override { return watches(rank); }
+  void on_compute(const ComputeSpan& span) override;
+  void on_op(const OpSpan& span) override;
+  /// Writes the file (Chrome) or the directory's files (Kineto); throws std::runtime_error.
+  void on_run_end() override;
+
  private:
+  void add(TraceSpan span) { spans_.push_back(std::move(span)); }
   void write_chrome(const TraceLayout& layout) const;
   void write_kineto(const TraceLayout& layout) const;
 
   std::string path_;
-  std::vector<int> ranks_;
-  int run_ = 0;
+  std::vector<int> ranks_;  ///< sorted
   TraceFormat format_ = TraceFormat::chrome;
+  const Job& job_;
+  TraceLayout layout_;
+  std::vector<std::vector<int>> drawn_as_;  ///< per simulated rank: the recorded ranks it draws
   std::vector<TraceSpan> spans_;
 };
 

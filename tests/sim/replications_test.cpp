@@ -46,7 +46,7 @@ TEST_CASE("replications return every run in order with its own seed") {
   const Program program{{{Op::compute_for(0.5), Op::collective_on(CollectiveOp::all_reduce, 2e6, 0)}}};
   const Job job = pair_job(program, program);
   Simulation simulation(s, job);
-  const auto runs = run_replications(simulation, 5, 11, 3, 2);
+  const auto runs = run_replications(simulation, replications(5, nullptr), 11, 2);
   REQUIRE(runs.size() == 5);
   for (int r = 0; r < 5; ++r) {
     CAPTURE(r);
@@ -70,7 +70,7 @@ TEST_CASE("a run that stops early keeps the steps it finished and reports why") 
   const Program normal{{{Op::compute_for(0.5), Op::collective_on(CollectiveOp::all_reduce, 2e6, 0)}}};
   const Job job = pair_job(greedy, normal);
   Simulation simulation(s, job);
-  const auto runs = run_replications(simulation, 2, 1, 2, 2);
+  const auto runs = run_replications(simulation, replications(2, nullptr), 1, 2);
   REQUIRE(runs.size() == 2);
   for (const auto& run : runs) {
     CHECK_FALSE(run.ok);

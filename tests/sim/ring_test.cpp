@@ -55,7 +55,7 @@ std::vector<double> simulate(const Scenario& s) {
     const Job job = build_layer_stack_job(s);
     Simulation simulation(s, job);
     std::vector<double> times;
-    simulation.run([&](int, double t) { times.push_back(t); });
+    simulation.run({}, [&](int, double t) { times.push_back(t); });
     return times;
   });
 }

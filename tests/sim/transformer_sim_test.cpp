@@ -36,7 +36,7 @@ std::vector<double> simulate(const Scenario& s) {
     const Job job = build_transformer_job(s, Topology(s.platform));
     Simulation simulation(s, job);
     std::vector<double> times;
-    simulation.run([&](int, double t) { times.push_back(t); });
+    simulation.run({}, [&](int, double t) { times.push_back(t); });
     return times;
   });
 }

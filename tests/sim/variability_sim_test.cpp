@@ -30,11 +30,11 @@ std::vector<double> simulate(const Scenario& s, int run = 0) {
     const Job job = build_job(s, topology);
     Simulation simulation(s, job, std::move(topology));
     const VariationModel model(s.variability, s, simulation.topology(), job);
-    simulation.set_variation(&model);
-    simulation.set_run(run, run_seed(s.simulation.seed, static_cast<uint64_t>(run)));
+    const RunRequest request{run, run_seed(s.simulation.seed, static_cast<uint64_t>(run)), &model,
+                             {}};
     std::vector<double> times;
-    simulation.run([&](int, double t) { times.push_back(t); });
-    times.push_back(simulation.peak_temperature_c());
+    const RunResult result = simulation.run(request, [&](int, double t) { times.push_back(t); });
+    times.push_back(result.peak_temperature_c);
     return times;
   });
 }
