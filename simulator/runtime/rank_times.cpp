@@ -16,12 +16,9 @@ void RankTimesRecorder::on_op(const OpSpan& span) {
   if (span.stream != 0) return;
   RankTimes& t = times_[static_cast<size_t>(span.rank)];
   const double seconds = span.end_s - span.start_s;
-  switch (span.op->kind) {
-    case Op::Kind::collective: t.collective_s += seconds; break;
-    case Op::Kind::recv: t.pipeline_wait_s += seconds; break;
-    case Op::Kind::wait: t.stream_wait_s += seconds; break;
-    default: break;
-  }
+  if (std::holds_alternative<ops::Collective>(*span.op)) t.collective_s += seconds;
+  if (std::holds_alternative<ops::Recv>(*span.op)) t.pipeline_wait_s += seconds;
+  if (std::holds_alternative<ops::Wait>(*span.op)) t.stream_wait_s += seconds;
 }
 
 void RankTimesRecorder::on_run_end() {

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 #include <simgrid/s4u.hpp>
 
+#include "core/overloaded.hpp"
 #include "platform/sim_platform.hpp"
 #include "variability/variation.hpp"
 
@@ -23,17 +24,16 @@ Simulation::Simulation(const Scenario& scenario, const Job& job, Topology topolo
   const double speed = scenario.platform.gpu.peak_flops.at(scenario.workload.precision);
   hosts_ = build_sim_platform(topology_, speed);
 
-  for (size_t g = 0; g < job.groups.size(); ++g) {
-    const auto& members = job.groups[g].ranks;
+  for (const CollectiveGroup& group : job.groups) {
     std::vector<int> gpus;
     position_.emplace_back(static_cast<size_t>(job.rank_count()), -1);
-    for (size_t i = 0; i < members.size(); ++i) {
-      position_.back()[static_cast<size_t>(members[i])] = static_cast<int>(i);
-      gpus.push_back(job.gpu_of_rank[static_cast<size_t>(members[i])]);
+    for (size_t i = 0; i < group.ranks.size(); ++i) {
+      position_.back()[static_cast<size_t>(group.ranks[i])] = static_cast<int>(i);
+      gpus.push_back(job.gpu_of_rank[static_cast<size_t>(group.ranks[i])]);
     }
-    groups_.push_back(std::make_unique<GroupRuntime>(static_cast<int>(g), std::move(gpus),
-                                                     topology_, scenario.platform,
-                                                     scenario.engine));
+    groups_.push_back(std::make_unique<GroupRuntime>(static_cast<int>(groups_.size()),
+                                                     std::move(gpus), topology_,
+                                                     scenario.platform, scenario.engine));
   }
   for (const auto& program : job.program_of_rank) {
     if (program) stream_count_ += static_cast<int>(program->streams.size());
@@ -57,24 +57,24 @@ int Simulation::simulated_ranks() const {
 
 std::string Simulation::collective_summary() {
   // The first call of the largest group that any program uses.
-  const Op* first = nullptr;
+  const ops::Collective* first = nullptr;
   for (const auto& program : job_.program_of_rank) {
     if (!program) continue;
     for (const auto& stream : program->streams) {
       for (const Op& op : stream) {
-        if (op.kind == Op::Kind::collective &&
-            (first == nullptr || groups_[static_cast<size_t>(op.group)]->size() >
-                                     groups_[static_cast<size_t>(first->group)]->size())) {
-          first = &op;
+        const auto* call = std::get_if<ops::Collective>(&op);
+        if (call != nullptr &&
+            (first == nullptr || groups_[call->group]->size() > groups_[first->group]->size())) {
+          first = call;
         }
       }
     }
   }
   if (first == nullptr) return "none";
-  GroupRuntime& group = *groups_[static_cast<size_t>(first->group)];
+  GroupRuntime& group = *groups_[first->group];
   const PreparedCollective& call = group.prepare(
-      first->collective, first->bytes,
-      group.applicable(first->collective, scenario_.engine.collective_algorithm), first->root);
+      first->op, first->bytes, group.applicable(first->op, scenario_.engine.collective_algorithm),
+      first->root);
   return std::string(to_string(call.algorithm)) + "/" + call.protocol->name + "/" +
          (call.coarse ? "coarse" : "step");
 }
@@ -97,7 +97,7 @@ class Simulation::Run {
   void stream_main(int rank, int stream);
   /// Runs the fused compute `ops` of `rank` now, for as long as they take.
   void compute(int rank, int stream, int step, const std::vector<const Op*>& ops);
-  void collective(int rank, const Op& op);
+  void collective(int rank, const ops::Collective& op);
   void finish_step(int step);
   /// Sets the network regime of `step`: inter-node bandwidth divided by its slowdown.
   void apply_regime(int step);
@@ -198,19 +198,19 @@ void Simulation::Run::stream_main(int rank, int stream) {
   std::vector<sg4::Mailbox*> mailbox_of_op(ops.size(), nullptr);
   {
     std::vector<std::pair<std::pair<int, int>, sg4::Mailbox*>> seen;
-    for (size_t i = 0; i < ops.size(); ++i) {
-      const Op& op = ops[i];
-      if (op.kind != Op::Kind::send && op.kind != Op::Kind::recv) continue;
-      const auto edge =
-          op.kind == Op::Kind::send ? std::pair{rank, op.peer} : std::pair{op.peer, rank};
+    auto mailbox = [&](std::pair<int, int> edge) {
       auto it =
           std::find_if(seen.begin(), seen.end(), [&](const auto& e) { return e.first == edge; });
-      if (it == seen.end()) {
-        seen.emplace_back(edge,
-                          sg4::Mailbox::by_name(fmt::format("p{}>{}", edge.first, edge.second)));
-        it = seen.end() - 1;
+      if (it != seen.end()) return it->second;
+      seen.emplace_back(edge, sg4::Mailbox::by_name(fmt::format("p{}>{}", edge.first, edge.second)));
+      return seen.back().second;
+    };
+    for (size_t i = 0; i < ops.size(); ++i) {
+      if (const auto* send = std::get_if<ops::Send>(&ops[i])) {
+        mailbox_of_op[i] = mailbox({rank, send->peer});
+      } else if (const auto* recv = std::get_if<ops::Recv>(&ops[i])) {
+        mailbox_of_op[i] = mailbox({recv->peer, rank});
       }
-      mailbox_of_op[i] = it->second;
     }
   }
   std::vector<sg4::CommPtr> sends;
@@ -218,7 +218,7 @@ void Simulation::Run::stream_main(int rank, int stream) {
   for (int step = 0; step < sim_.scenario_.simulation.steps; ++step) {
     for (size_t op_index = 0; op_index < ops.size(); ++op_index) {
       const Op& op = ops[op_index];
-      if (op.kind == Op::Kind::compute) {
+      if (is_compute(op)) {
         fused.push_back(&op);
         continue;
       }
@@ -227,33 +227,36 @@ void Simulation::Run::stream_main(int rank, int stream) {
         fused.clear();
       }
       const double start = sg4::Engine::get_clock();
-      switch (op.kind) {
-        case Op::Kind::compute: break;
-        case Op::Kind::collective: collective(rank, op); break;
-        case Op::Kind::send: {
-          // Transfer jitter stretches the transfer's bandwidth time: its size grows.
-          const double bytes =
-              variation_ ? op.bytes * variation_->transfer_slowdown(rank, op.peer) : op.bytes;
-          sends.push_back(send_async(mailbox_of_op[op_index], static_cast<uint64_t>(bytes)));
-          ++result_.counters.transfers;
-          break;
-        }
-        case Op::Kind::recv: receive(mailbox_of_op[op_index]); break;
-        case Op::Kind::record: {
-          const std::unique_lock lock(*events.mutex);
-          ++events.recorded[static_cast<size_t>(op.event)];
-          events.changed->notify_all();
-          break;
-        }
-        case Op::Kind::wait: {
-          std::unique_lock lock(*events.mutex);
-          while (events.recorded[static_cast<size_t>(op.event)] <= step) events.changed->wait(lock);
-          break;
-        }
-      }
-      if (watched && op.kind != Op::Kind::send && op.kind != Op::Kind::record) {
-        notify({rank, stream, step, start, sg4::Engine::get_clock(), &op});
-      }
+      bool notable = true;  // observers hear of collectives, receives and waits
+      std::visit(
+          Overloaded{
+              [](const ops::RunSegment&) {},
+              [](const ops::ComputeFor&) {},
+              [&](const ops::Collective& c) { collective(rank, c); },
+              [&](const ops::Send& send) {
+                // Transfer jitter stretches the transfer's bandwidth time: its size grows.
+                const double bytes =
+                    variation_ ? send.bytes * variation_->transfer_slowdown(rank, send.peer)
+                               : send.bytes;
+                sends.push_back(
+                    send_async(mailbox_of_op[op_index], static_cast<uint64_t>(bytes)));
+                ++result_.counters.transfers;
+                notable = false;
+              },
+              [&](const ops::Recv&) { receive(mailbox_of_op[op_index]); },
+              [&](const ops::Record& record) {
+                const std::unique_lock lock(*events.mutex);
+                ++events.recorded[record.event.index()];
+                events.changed->notify_all();
+                notable = false;
+              },
+              [&](const ops::Wait& wait) {
+                std::unique_lock lock(*events.mutex);
+                while (events.recorded[wait.event.index()] <= step) events.changed->wait(lock);
+              },
+          },
+          op);
+      if (watched && notable) notify({rank, stream, step, start, sg4::Engine::get_clock(), &op});
     }
     if (!fused.empty()) {
       compute(rank, stream, step, fused);
@@ -269,10 +272,7 @@ void Simulation::Run::stream_main(int rank, int stream) {
 void Simulation::Run::compute(int rank, int stream, int step, const std::vector<const Op*>& ops) {
   const double start = sg4::Engine::get_clock();
   double nominal_s = 0;
-  for (const Op* op : ops) {
-    nominal_s +=
-        op->segment >= 0 ? job_.segments[static_cast<size_t>(op->segment)].seconds : op->seconds;
-  }
+  for (const Op* op : ops) nominal_s += nominal_seconds(job_, *op);
   const auto& watchers = watchers_[static_cast<size_t>(rank)];
   std::vector<std::vector<double>> member_kernel_s;
   // A rank's host runs nothing else, so its compute is a timed wait: as long as an execution of
@@ -295,23 +295,21 @@ void Simulation::Run::compute(int rank, int stream, int step, const std::vector<
     }
   } else {
     for (const Op* op : ops) {
-      if (op->segment >= 0) {
-        span.communication_s += sim_.segment_communication_s_[static_cast<size_t>(op->segment)];
+      if (const auto* run = std::get_if<ops::RunSegment>(op)) {
+        span.communication_s += sim_.segment_communication_s_[run->segment];
       }
     }
   }
   for (RunObserver* observer : watchers) observer->on_compute(span);
 }
 
-void Simulation::Run::collective(int rank, const Op& op) {
+void Simulation::Run::collective(int rank, const ops::Collective& op) {
   const double start = sg4::Engine::get_clock();
-  const int position = sim_.position_[static_cast<size_t>(op.group)][static_cast<size_t>(rank)];
+  const int position = sim_.position_[op.group][static_cast<size_t>(rank)];
   assert(position >= 0 && "a rank only runs collectives of its groups");
-  GroupRuntime& group = *sim_.groups_[static_cast<size_t>(op.group)];
-  const Algorithm algorithm =
-      group.applicable(op.collective, sim_.scenario_.engine.collective_algorithm);
-  group.run(position, group.prepare(op.collective, op.bytes, algorithm, op.root),
-            result_.counters);
+  GroupRuntime& group = *sim_.groups_[op.group];
+  const Algorithm algorithm = group.applicable(op.op, sim_.scenario_.engine.collective_algorithm);
+  group.run(position, group.prepare(op.op, op.bytes, algorithm, op.root), result_.counters);
   if (variation_) {
     // Jitter stretches the call by its slowdown: the fabric model is its fastest.
     const double slowdown = variation_->collective_slowdown(op.group, position);

@@ -71,9 +71,9 @@ class Simulation {
   Topology topology_;
   simgrid::s4u::Engine* engine_ = nullptr;
   std::vector<simgrid::s4u::Host*> hosts_;
-  std::vector<std::unique_ptr<GroupRuntime>> groups_;
-  std::vector<std::vector<int>> position_;  ///< [group][rank] position in the group, or -1
-  std::vector<double> segment_communication_s_;  ///< per segment: its analytic collectives
+  IdVector<GroupId, std::unique_ptr<GroupRuntime>> groups_;
+  IdVector<GroupId, std::vector<int>> position_;  ///< [group][rank] position in the group, or -1
+  IdVector<SegmentId, double> segment_communication_s_;  ///< per segment: its analytic collectives
   int stream_count_ = 0;                    ///< over all simulated ranks
 };
 

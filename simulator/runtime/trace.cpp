@@ -48,32 +48,27 @@ bool TraceRecorder::watches(int rank) const {
 }
 
 void TraceRecorder::on_op(const OpSpan& s) {
-  const Op& op = *s.op;
   TraceSpan span;
-  switch (op.kind) {
-    case Op::Kind::collective: {
-      const CollectiveGroup& g = job_.groups[static_cast<size_t>(op.group)];
-      span = {.name = fmt::format("{} {}", g.name, to_string(op.collective)),
-              .category = "collective",
-              .microbatch = op.microbatch,
-              .op = to_string(op.collective),
-              .bytes = op.bytes,
-              .group = g.ranks};
-      break;
-    }
-    case Op::Kind::recv:
-      span = {.name = fmt::format("recv from rank {}", op.peer),
-              .category = "p2p",
-              .microbatch = op.microbatch,
-              .op = "recv",
-              .bytes = op.bytes,
-              .group = {op.peer, s.rank}};
-      break;
-    case Op::Kind::wait:
-      if (s.end_s <= s.start_s) return;
-      span.name = span.category = "wait";
-      break;
-    default: return;
+  if (const auto* call = std::get_if<ops::Collective>(s.op)) {
+    const CollectiveGroup& g = job_.groups[call->group];
+    span = {.name = fmt::format("{} {}", g.name, to_string(call->op)),
+            .category = "collective",
+            .microbatch = call->microbatch.value_or(-1),
+            .op = to_string(call->op),
+            .bytes = call->bytes,
+            .group = g.ranks};
+  } else if (const auto* recv = std::get_if<ops::Recv>(s.op)) {
+    span = {.name = fmt::format("recv from rank {}", recv->peer),
+            .category = "p2p",
+            .microbatch = recv->microbatch.value_or(-1),
+            .op = "recv",
+            .bytes = recv->bytes,
+            .group = {recv->peer, s.rank}};
+  } else if (std::holds_alternative<ops::Wait>(*s.op)) {
+    if (s.end_s <= s.start_s) return;
+    span.name = span.category = "wait";
+  } else {
+    return;
   }
   span.stream = s.stream;
   span.start_s = s.start_s;
@@ -112,7 +107,7 @@ void TraceRecorder::on_compute(const ComputeSpan& s) {
         kernel.end_s = at + d;
         kernel.name = name;
         kernel.category = category;
-        kernel.microbatch = op->microbatch;
+        kernel.microbatch = microbatch_of(*op).value_or(-1);
         if (category == std::string_view("communication")) {
           kernel.op = name;
           kernel.bytes = bytes;
@@ -121,11 +116,12 @@ void TraceRecorder::on_compute(const ComputeSpan& s) {
         add(std::move(kernel));
         at += d;
       };
-      if (op->segment < 0) {
-        add_kernel("compute", "compute", op->seconds, 0);
+      const auto* run = std::get_if<ops::RunSegment>(op);
+      if (run == nullptr) {
+        add_kernel("compute", "compute", nominal_seconds(job_, *op), 0);
         continue;
       }
-      for (const Kernel& k : job_.segments[static_cast<size_t>(op->segment)].kernels) {
+      for (const Kernel& k : job_.segments[run->segment].kernels) {
         add_kernel(k.name, to_string(k.kernel_class), k.seconds, k.bytes);
       }
     }

@@ -63,7 +63,7 @@ VariationModel::VariationModel(const VariabilitySpec& spec, const Scenario& scen
   plain_plan_ = plan({Kernel{"layer", KernelClass::gemm, 1.0}});
 
   group_jitter_.assign(job.groups.size(), -1);
-  for (size_t g = 0; g < job.groups.size() && !jitter_.empty(); ++g) {
+  for (GroupId g(0); g.index() < job.groups.size() && !jitter_.empty(); g = GroupId(g.value() + 1)) {
     std::vector<int> gpus;
     for (int rank : job.groups[g].ranks) gpus.push_back(job.gpu_of_rank[static_cast<size_t>(rank)]);
     auto it = jitter_.find(topology.scope_of(gpus));
@@ -73,19 +73,18 @@ VariationModel::VariationModel(const VariabilitySpec& spec, const Scenario& scen
   // positions: its members wait for the slowest copy at their next lockstep collective.
   group_copies_.resize(job.groups.size());
   const bool copies = !jitter_.empty() && !job.representative.empty();
-  std::map<std::vector<int>, int> simulated;
-  for (size_t g = 0; g < job.groups.size(); ++g) {
-    group_copies_[g] = {static_cast<int>(g)};
-    if (copies) simulated.emplace(job.groups[g].ranks, static_cast<int>(g));
+  std::map<std::vector<int>, GroupId> simulated;
+  for (GroupId g(0); g.index() < job.groups.size(); g = GroupId(g.value() + 1)) {
+    group_copies_[g] = {g};
+    if (copies) simulated.emplace(job.groups[g].ranks, g);
   }
-  for (size_t h = 0; h < job.groups.size() && copies; ++h) {
+  for (GroupId h(0); h.index() < job.groups.size() && copies; h = GroupId(h.value() + 1)) {
     std::vector<int> key;
-    for (int rank : job.groups[h].ranks)
+    for (int rank : job.groups[h].ranks) {
       key.push_back(job.representative[static_cast<size_t>(rank)]);
-    auto it = simulated.find(key);
-    if (it != simulated.end() && it->second != static_cast<int>(h)) {
-      group_copies_[static_cast<size_t>(it->second)].push_back(static_cast<int>(h));
     }
+    auto it = simulated.find(key);
+    if (it != simulated.end() && it->second != h) group_copies_[it->second].push_back(h);
   }
 
   double cumulative = 0;
@@ -281,24 +280,23 @@ ExecutionTime RunVariation::execute(int rank, const std::vector<const Op*>& ops,
   ExecutionTime time;
   for (const Op* op : ops) {
     const uint64_t index = unit.executions++;
-    const bool plain = op->segment < 0;
-    const VariationModel::SegmentPlan& plan =
-        plain ? m.plain_plan_ : m.segment_plans_[static_cast<size_t>(op->segment)];
+    const auto* run = std::get_if<ops::RunSegment>(op);
+    const bool plain = run == nullptr;
+    const VariationModel::SegmentPlan& plan = plain ? m.plain_plan_ : m.segment_plans_[run->segment];
     const bool regime_applies = plan.has_inter_node && regime_slowdown != 1.0;
     if (!plan.kernel_noise && !plan.jitter && !unit.varies && !regime_applies) {
       // Nothing varies: the nominal time, exactly.
-      const double seconds =
-          plain ? op->seconds : m.job_.segments[static_cast<size_t>(op->segment)].seconds;
+      const double seconds = nominal_seconds(m.job_, *op);
       time.seconds += seconds;
       time.communication_s += plan.communication_s;
       for (double& b : busy_) b += seconds - plan.communication_s;
       if (kernel_seconds != nullptr) {
         for (auto& recorded : *kernel_seconds) {
           if (plain) {
-            recorded.push_back(op->seconds);
+            recorded.push_back(seconds);
             continue;
           }
-          for (const Kernel& k : m.job_.segments[static_cast<size_t>(op->segment)].kernels) {
+          for (const Kernel& k : m.job_.segments[run->segment].kernels) {
             recorded.push_back(k.seconds);
           }
         }
@@ -307,7 +305,8 @@ ExecutionTime RunVariation::execute(int rank, const std::vector<const Op*>& ops,
     }
     // Runs of compute between analytic collectives: the lockstep group waits for its slowest
     // member at each collective.
-    const double scale = plain ? op->seconds : 1.0;  // a plain op's plan is one kernel of 1 s
+    // A plain op's plan is one kernel of 1 s.
+    const double scale = plain ? std::get<ops::ComputeFor>(*op).seconds : 1.0;
     const size_t chunks = plan.chunk_end.size();
     const size_t count = plan.sampler.size();
     chunk_max_.assign(chunks, 0.0);
@@ -386,18 +385,18 @@ ExecutionTime RunVariation::execute(int rank, const std::vector<const Op*>& ops,
   return time;
 }
 
-double RunVariation::collective_slowdown(int group, int position) {
+double RunVariation::collective_slowdown(GroupId group, int position) {
   const VariationModel& m = model_;
-  const int sampler = m.group_jitter_.empty() ? -1 : m.group_jitter_[static_cast<size_t>(group)];
+  const int sampler = m.group_jitter_.empty() ? -1 : m.group_jitter_[group];
   if (sampler < 0) return 1.0;
-  auto& calls = calls_[static_cast<size_t>(group)];
-  if (calls.empty()) calls.assign(m.job_.groups[static_cast<size_t>(group)].ranks.size(), 0);
+  auto& calls = calls_[group];
+  if (calls.empty()) calls.assign(m.job_.groups[group].ranks.size(), 0);
   const uint64_t index = calls[static_cast<size_t>(position)]++;
   const uint64_t key = stream_key(seed_, Purpose::collective);
   double slowdown = 1.0;
-  for (int copy : m.group_copies_[static_cast<size_t>(group)]) {
+  for (GroupId copy : m.group_copies_[group]) {
     slowdown = std::max(slowdown, m.samplers_[static_cast<size_t>(sampler)].draw(
-                                      word(key, static_cast<uint64_t>(copy), index)));
+                                      word(key, static_cast<uint64_t>(copy.value()), index)));
   }
   return slowdown;
 }

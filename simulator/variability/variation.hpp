@@ -70,12 +70,12 @@ class VariationModel {
   std::vector<Sampler> samplers_;
   std::map<const DistributionSpec*, int> sampler_of_spec_;        ///< specs live in spec_
   std::map<std::pair<std::string, int>, int> sampler_of_kernel_;  ///< (name, class) -> sampler
-  std::vector<SegmentPlan> segment_plans_;
+  IdVector<SegmentId, SegmentPlan> segment_plans_;
   SegmentPlan plain_plan_;  ///< compute ops given by seconds (layer stacks)
   std::map<CommScope, int> jitter_;
   std::map<CommScope, int> transfer_jitter_;
-  std::vector<int> group_jitter_;               ///< per job group: sampler, or -1
-  std::vector<std::vector<int>> group_copies_;  ///< per simulated group: groups it stands for
+  IdVector<GroupId, int> group_jitter_;  ///< per job group: sampler, or -1
+  IdVector<GroupId, std::vector<GroupId>> group_copies_;  ///< per simulated group: groups it stands for
   std::vector<double> regime_cdf_;
   int per_gpu_ = -1, per_node_ = -1, per_rack_ = -1;
   std::vector<std::pair<int, int>> slow_nodes_;  ///< (node, sampler)
@@ -104,7 +104,7 @@ class RunVariation {
   /// The GPUs of simulated rank `rank`'s lockstep members, in the order of `kernel_seconds`.
   const std::vector<int>& member_gpus(int rank) const { return units_[static_cast<size_t>(rank)].gpus; }
   /// Slowdown (>= 1) of the next call on network group `group` by its member at `position`.
-  double collective_slowdown(int group, int position);
+  double collective_slowdown(GroupId group, int position);
   /// Factor (>= 1) multiplying the size of simulated rank `rank`'s next transfer to `peer`.
   double transfer_slowdown(int rank, int peer);
   /// Factor dividing inter-node bandwidth during step `step` (1 without regimes).
@@ -136,7 +136,7 @@ class RunVariation {
   const VariationModel& model_;
   uint64_t seed_;
   std::vector<Unit> units_;                   ///< by rank; empty for ranks not simulated
-  std::vector<std::vector<uint64_t>> calls_;  ///< [group][position] calls made
+  IdVector<GroupId, std::vector<uint64_t>> calls_;  ///< [group][position] calls made
   std::vector<double> chunk_max_;             ///< scratch
   std::vector<double> busy_;                  ///< scratch: per member
   std::vector<double> clock_;                 ///< scratch: per member

@@ -13,4 +13,22 @@ const char* to_string(KernelClass kernel_class) {
   return "?";
 }
 
+double nominal_seconds(const Job& job, const Op& op) {
+  if (const auto* run = std::get_if<ops::RunSegment>(&op)) return job.segments[run->segment].seconds;
+  if (const auto* busy = std::get_if<ops::ComputeFor>(&op)) return busy->seconds;
+  return 0;
+}
+
+std::optional<int> microbatch_of(const Op& op) {
+  return std::visit(
+      [](const auto& o) -> std::optional<int> {
+        if constexpr (requires { o.microbatch; }) {
+          return o.microbatch;
+        } else {
+          return std::nullopt;
+        }
+      },
+      op);
+}
+
 }  // namespace prismsim

@@ -1,11 +1,14 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include "collectives/collective.hpp"
 #include "config/variability_spec.hpp"
+#include "core/ids.hpp"
 
 namespace prismsim {
 
@@ -35,57 +38,71 @@ struct Segment {
   }
 };
 
-/// One thing a stream of a rank does, in order.
-struct Op {
-  enum class Kind {
-    compute,     ///< run Job::segments[segment] (or `seconds` when segment < 0)
-    collective,  ///< run a collective on Job::groups[group]
-    send,        ///< post a point-to-point send of `bytes` to rank `peer`; it completes on its own
-    recv,        ///< receive `bytes` from rank `peer` (blocks until it arrives)
-    record,      ///< mark event `event` of this rank as reached (once per step)
-    wait,        ///< block until this rank's event `event` was recorded in this step
-  };
+using SegmentId = Id<struct SegmentTag>;  ///< indexes Job::segments
+using GroupId = Id<struct GroupTag>;      ///< indexes Job::groups
+using EventId = Id<struct EventTag>;      ///< one of a rank's events: 0 .. Program::events-1
 
-  Kind kind = Kind::compute;
-  double seconds = 0;
-  int segment = -1;
-  CollectiveOp collective = CollectiveOp::all_reduce;
-  double bytes = 0;  ///< collective: size in nccl-tests' convention; send/recv: payload
-  int group = -1;    ///< collective: index into Job::groups
-  int root = 0;      ///< broadcast/reduce: group position of the root
-  int peer = -1;     ///< send/recv: the other rank
-  int event = -1;    ///< record/wait
-  int microbatch = -1;  ///< for traces: the microbatch a compute or transfer belongs to
+/// What a stream of a rank does, in order: one of the alternatives of `Op`.
+namespace ops {
 
-  static Op compute_for(double seconds) { return Op{Kind::compute, seconds}; }
-  static Op run_segment(int segment, int microbatch = -1) {
-    Op op{Kind::compute};
-    op.segment = segment;
-    op.microbatch = microbatch;
-    return op;
-  }
-  static Op collective_on(CollectiveOp op, double bytes, int group) {
-    return Op{Kind::collective, 0, -1, op, bytes, group};
-  }
-  static Op transfer(Kind kind, int peer, double bytes, int microbatch) {
-    Op op{kind};
-    op.peer = peer;
-    op.bytes = bytes;
-    op.microbatch = microbatch;
-    return op;
-  }
-  static Op sync(Kind kind, int event) {
-    Op op{kind};
-    op.event = event;
-    return op;
-  }
+/// Run the kernels of one segment.
+struct RunSegment {
+  SegmentId segment;
+  std::optional<int> microbatch;  ///< for traces
 };
+/// Stay busy for a given time (a layer stack's layer).
+struct ComputeFor {
+  double seconds = 0;
+};
+/// Run a collective on a group of ranks.
+struct Collective {
+  CollectiveOp op = CollectiveOp::all_reduce;
+  double bytes = 0;  ///< size in nccl-tests' convention
+  GroupId group;
+  int root = 0;  ///< broadcast/reduce: group position of the root
+  std::optional<int> microbatch;
+};
+/// Post a point-to-point send of `bytes` to rank `peer`; it completes on its own.
+struct Send {
+  int peer = 0;
+  double bytes = 0;
+  std::optional<int> microbatch;
+};
+/// Receive `bytes` from rank `peer` (blocks until it arrives).
+struct Recv {
+  int peer = 0;
+  double bytes = 0;
+  std::optional<int> microbatch;
+};
+/// Mark one of this rank's events as reached (once per step).
+struct Record {
+  EventId event;
+};
+/// Block until this rank's event was recorded in this step.
+struct Wait {
+  EventId event;
+};
+
+}  // namespace ops
+
+using Op = std::variant<ops::RunSegment, ops::ComputeFor, ops::Collective, ops::Send, ops::Recv,
+                        ops::Record, ops::Wait>;
+
+/// Whether `op` is compute (run back to back with neighbouring compute as one execution).
+inline bool is_compute(const Op& op) {
+  return std::holds_alternative<ops::RunSegment>(op) || std::holds_alternative<ops::ComputeFor>(op);
+}
+/// The microbatch an op belongs to, for traces.
+std::optional<int> microbatch_of(const Op& op);
 
 /// What one rank runs in every training step: one op list per stream. Streams run concurrently
 /// and synchronise through events, as CUDA streams do; stream 0 is the compute stream.
 struct Program {
   std::vector<std::vector<Op>> streams = {{}};
   int events = 0;  ///< event ids used: 0 .. events-1
+
+  /// A new event id.
+  EventId add_event() { return EventId(events++); }
 };
 
 /// Ranks taking part in one collective, in ring order. Each group is one communicator: a stream
@@ -101,8 +118,8 @@ struct CollectiveGroup {
 struct Job {
   std::vector<std::shared_ptr<const Program>> program_of_rank;  ///< null for ranks not simulated
   std::vector<int> gpu_of_rank;
-  std::vector<CollectiveGroup> groups;
-  std::vector<Segment> segments;
+  IdVector<GroupId, CollectiveGroup> groups;
+  IdVector<SegmentId, Segment> segments;
   /// By symmetry some ranks run exactly like another one and are not simulated:
   /// representative[r] is the simulated rank whose timeline r shares (r itself when simulated).
   /// Empty: every rank is simulated.
@@ -119,5 +136,9 @@ struct Job {
     return representative.empty() || representative[static_cast<size_t>(rank)] == rank;
   }
 };
+
+/// Nominal duration of compute op `op` of `job`: its segment's kernels, or its fixed time; 0 for
+/// other ops.
+double nominal_seconds(const Job& job, const Op& op);
 
 }  // namespace prismsim

@@ -4,7 +4,9 @@
 #include <map>
 #include <numeric>
 #include <stdexcept>
+#include <optional>
 #include <string>
+#include <variant>
 
 #include <fmt/format.h>
 
@@ -105,17 +107,17 @@ std::vector<PassUnit> pass_units(const LayerContext& c, const std::vector<StageL
 namespace {
 
 /// An op of a pass before it is given a rank's groups.
-struct OpTemplate {
-  int segment = -1;  ///< compute, or -1 for a collective
+struct CollectiveTemplate {
   CollectiveOp op = CollectiveOp::all_reduce;
   double bytes = 0;
   LayerGroup group = LayerGroup::tp;
 };
+using OpTemplate = std::variant<SegmentId, CollectiveTemplate>;
 
 /// A rank's tensor- and context-parallel groups. Analytic collectives are charged by group shape:
 /// groups with equal keys cost the same.
 struct LayerGroups {
-  int tp = -1, cp = -1;
+  std::optional<GroupId> tp, cp;
   std::string tp_key, cp_key;
   std::string key() const { return tp_key + "|" + cp_key; }
 };
@@ -133,10 +135,10 @@ class TransformerJobBuilder {
 
  private:
   bool layer_collectives_in_network();
-  int add_group(std::vector<int> ranks, const char* name);
-  std::string group_key(int group) const;
+  GroupId add_group(std::vector<int> ranks, const char* name);
+  std::string group_key(std::optional<GroupId> group) const;
   /// The GPUs of `group`'s members, in group order.
-  std::vector<int> gpus_of(int group) const;
+  std::vector<int> gpus_of(GroupId group) const;
   void build_groups();
   const std::vector<PassUnit>& units(bool forward, int vs);
   const std::vector<OpTemplate>& templates(bool forward, int vs, size_t begin, size_t end,
@@ -159,30 +161,31 @@ class TransformerJobBuilder {
   int element_bytes_;
   Job job_;
   std::vector<LayerGroups> layer_groups_;        ///< per rank
-  std::vector<std::array<int, 2>> dp_groups_;    ///< per rank: gradient group, second communicator
+  /// Per rank: the data-parallel gradient group and a second communicator (FSDP), if any.
+  std::vector<std::optional<std::array<GroupId, 2>>> dp_groups_;
   std::map<std::pair<bool, int>, std::vector<PassUnit>> units_;
   std::map<std::string, std::vector<OpTemplate>> templates_;
   std::map<std::tuple<int, double, std::string>, double> analytic_;
 };
 
-int TransformerJobBuilder::add_group(std::vector<int> ranks, const char* name) {
+GroupId TransformerJobBuilder::add_group(std::vector<int> ranks, const char* name) {
   job_.groups.push_back({std::move(ranks), name});
-  return static_cast<int>(job_.groups.size()) - 1;
+  return GroupId(job_.groups.size() - 1);
 }
 
-std::vector<int> TransformerJobBuilder::gpus_of(int group) const {
+std::vector<int> TransformerJobBuilder::gpus_of(GroupId group) const {
   std::vector<int> gpus;
-  for (int rank : job_.groups[static_cast<size_t>(group)].ranks) {
+  for (int rank : job_.groups[group].ranks) {
     gpus.push_back(job_.gpu_of_rank[static_cast<size_t>(rank)]);
   }
   return gpus;
 }
 
 /// Groups inside one node with the same slots cost the same; others are keyed by their index.
-std::string TransformerJobBuilder::group_key(int group) const {
-  if (group < 0) return "-";
-  const GroupLayout layout = layout_of(gpus_of(group), topology_);
-  if (!layout.single_node()) return "g" + std::to_string(group);
+std::string TransformerJobBuilder::group_key(std::optional<GroupId> group) const {
+  if (!group) return "-";
+  const GroupLayout layout = layout_of(gpus_of(*group), topology_);
+  if (!layout.single_node()) return "g" + std::to_string(group->value());
   std::string key = "n";
   for (int local : layout.local) key += "." + std::to_string(local);
   return key;
@@ -191,7 +194,7 @@ std::string TransformerJobBuilder::group_key(int group) const {
 void TransformerJobBuilder::build_groups() {
   const int ranks = grid_.ranks();
   layer_groups_.assign(static_cast<size_t>(ranks), {});
-  dp_groups_.assign(static_cast<size_t>(ranks), {-1, -1});
+  dp_groups_.assign(static_cast<size_t>(ranks), std::nullopt);
   auto leader = [](const std::vector<int>& m, int rank) { return m.front() == rank; };
   const bool dp_collectives = p_.dp * p_.cp > 1;
   const bool two_communicators = p_.data_parallel == DataParallelKind::fsdp;
@@ -199,29 +202,29 @@ void TransformerJobBuilder::build_groups() {
     if (p_.tp > 1) {
       auto m = grid_.group(rank, {ParallelDim::tp});
       if (leader(m, rank)) {
-        const int g = add_group(m, "tp");
+        const GroupId g = add_group(m, "tp");
         for (int r : m) layer_groups_[static_cast<size_t>(r)].tp = g;
       }
     }
     if (p_.cp > 1) {
       auto m = grid_.group(rank, {ParallelDim::cp});
       if (leader(m, rank)) {
-        const int g = add_group(m, "cp");
+        const GroupId g = add_group(m, "cp");
         for (int r : m) layer_groups_[static_cast<size_t>(r)].cp = g;
       }
     }
     if (dp_collectives) {
       auto m = grid_.group(rank, {ParallelDim::cp, ParallelDim::dp});
       if (leader(m, rank)) {
-        const int g = add_group(m, two_communicators ? "dp_gather" : "dp");
-        const int second = two_communicators ? add_group(m, "dp_reduce") : g;
-        for (int r : m) dp_groups_[static_cast<size_t>(r)] = {g, second};
+        const GroupId g = add_group(m, two_communicators ? "dp_gather" : "dp");
+        const GroupId second = two_communicators ? add_group(m, "dp_reduce") : g;
+        for (int r : m) dp_groups_[static_cast<size_t>(r)] = std::array{g, second};
       }
     }
   }
   if (network_) return;
-  std::map<int, std::string> keys;
-  auto key_of = [&](int group) -> const std::string& {
+  std::map<std::optional<GroupId>, std::string> keys;
+  auto key_of = [&](std::optional<GroupId> group) -> const std::string& {
     auto [it, added] = keys.try_emplace(group);
     if (added) it->second = group_key(group);
     return it->second;
@@ -250,7 +253,7 @@ double TransformerJobBuilder::analytic_seconds(const PassItem& item, const Layer
                                    tp ? groups.tp_key : groups.cp_key);
   auto it = analytic_.find(key);
   if (it != analytic_.end()) return it->second;
-  const double seconds = predicted_call_seconds(gpus_of(tp ? groups.tp : groups.cp), topology_, s_.platform, item.op, item.bytes,
+  const double seconds = predicted_call_seconds(gpus_of(*(tp ? groups.tp : groups.cp)), topology_, s_.platform, item.op, item.bytes,
                                                 s_.engine.collective_algorithm);
   return analytic_.emplace(key, seconds).first->second;
 }
@@ -272,9 +275,7 @@ const std::vector<OpTemplate>& TransformerJobBuilder::templates(bool forward, in
     segment.name = name;
     job_.segments.push_back(std::move(segment));
     segment = Segment{};
-    OpTemplate op;
-    op.segment = static_cast<int>(job_.segments.size()) - 1;
-    ops.push_back(op);
+    ops.push_back(SegmentId(job_.segments.size() - 1));
   };
   const auto& all = units(forward, vs);
   for (size_t u = begin; u < end; ++u) {
@@ -282,12 +283,12 @@ const std::vector<OpTemplate>& TransformerJobBuilder::templates(bool forward, in
       if (item.kind == PassItem::Kind::kernel) {
         segment.add({item.work.name, item.work.kernel_class, kernel_time(item.work)});
       } else if (!network_) {
-        const int group = item.group == LayerGroup::tp ? groups.tp : groups.cp;
+        const GroupId group = *(item.group == LayerGroup::tp ? groups.tp : groups.cp);
         segment.add({item.name, KernelClass::communication, analytic_seconds(item, groups),
                      topology_.scope_of(gpus_of(group)), item.bytes});
       } else {
         flush();
-        ops.push_back(OpTemplate{-1, item.op, item.bytes, item.group});
+        ops.push_back(CollectiveTemplate{item.op, item.bytes, item.group});
       }
     }
   }
@@ -297,14 +298,15 @@ const std::vector<OpTemplate>& TransformerJobBuilder::templates(bool forward, in
 
 void TransformerJobBuilder::emit(std::vector<Op>& stream, const std::vector<OpTemplate>& ops,
                                  const LayerGroups& groups, int microbatch) const {
+  const auto mb = microbatch >= 0 ? std::optional<int>(microbatch) : std::nullopt;
   for (const OpTemplate& t : ops) {
-    if (t.segment >= 0) {
-      stream.push_back(Op::run_segment(t.segment, microbatch));
-    } else {
-      Op op = Op::collective_on(t.op, t.bytes, t.group == LayerGroup::tp ? groups.tp : groups.cp);
-      op.microbatch = microbatch;
-      stream.push_back(op);
+    if (const auto* segment = std::get_if<SegmentId>(&t)) {
+      stream.push_back(ops::RunSegment{*segment, mb});
+      continue;
     }
+    const auto& c = std::get<CollectiveTemplate>(t);
+    const GroupId group = *(c.group == LayerGroup::tp ? groups.tp : groups.cp);
+    stream.push_back(ops::Collective{c.op, c.bytes, group, 0, mb});
   }
 }
 
@@ -316,8 +318,13 @@ std::shared_ptr<Program> TransformerJobBuilder::rank_program(int rank) {
   const int v = p_.virtual_stages;
   const int last_vs = pp * v - 1;
   const LayerGroups& groups = layer_groups_[static_cast<size_t>(rank)];
-  const auto [dp_group, dp_second] = dp_groups_[static_cast<size_t>(rank)];
-  const bool dp_collectives = dp_group >= 0;
+  const auto& dp_groups = dp_groups_[static_cast<size_t>(rank)];
+  const bool dp_collectives = dp_groups.has_value();
+  const GroupId dp_group = dp_collectives ? (*dp_groups)[0] : GroupId();
+  const GroupId dp_second = dp_collectives ? (*dp_groups)[1] : GroupId();
+  auto collective = [](CollectiveOp op, double bytes, GroupId group) {
+    return ops::Collective{op, bytes, group, 0, std::nullopt};
+  };
   const auto passes = pipeline_passes(p_.schedule, pp, v, microbatches_, stage);
 
   // The rank that runs virtual stage vs for the same slice of the model and data.
@@ -353,14 +360,14 @@ std::shared_ptr<Program> TransformerJobBuilder::rank_program(int rank) {
     buckets.push_back(pending_elements * element_bytes_);
     pending_elements = 0;
     if (overlap) {
-      const int event = program->events++;
-      compute.push_back(Op::sync(Op::Kind::record, event));
+      const EventId event = program->add_event();
+      compute.push_back(ops::Record{event});
       auto& comm = program->streams[1];
-      comm.push_back(Op::sync(Op::Kind::wait, event));
-      comm.push_back(Op::collective_on(gradient_op, buckets.back(), dp_group));
+      comm.push_back(ops::Wait{event});
+      comm.push_back(collective(gradient_op, buckets.back(), dp_group));
     }
   };
-  int previous_started = -1;  // FSDP: the gather of a unit waits until the previous one runs
+  std::optional<EventId> previous_started;  // FSDP: a unit's gather waits for the previous unit
   double rank_parameters = 0;
   for (int c = 0; c < v; ++c) {
     for (const PassUnit& unit : units(true, virtual_stage(c, stage, pp))) rank_parameters += unit.parameters;
@@ -372,32 +379,32 @@ std::shared_ptr<Program> TransformerJobBuilder::rank_program(int rank) {
     const bool receives = pass.forward ? vs > 0 : vs < last_vs;
     const bool sends = pass.forward ? vs < last_vs : vs > 0;
     if (receives) {
-      compute.push_back(Op::transfer(Op::Kind::recv, stage_rank(pass.forward ? vs - 1 : vs + 1),
-                                     transfer_bytes, pass.microbatch));
+      compute.push_back(ops::Recv{stage_rank(pass.forward ? vs - 1 : vs + 1), transfer_bytes,
+                                  pass.microbatch});
     }
     const auto& pass_units = units(pass.forward, vs);
     if (fsdp) {
       // Each unit's weights are gathered just before use (the next gather overlaps this unit),
       // and its gradients reduce-scattered after its backward, on two more streams.
       for (size_t u = 0; u < pass_units.size(); ++u) {
-        const int gathered = program->events++;
-        const int started = program->events++;
+        const EventId gathered = program->add_event();
+        const EventId started = program->add_event();
         auto& gather = program->streams[1];
-        if (previous_started >= 0) gather.push_back(Op::sync(Op::Kind::wait, previous_started));
+        if (previous_started) gather.push_back(ops::Wait{*previous_started});
         previous_started = started;
-        gather.push_back(Op::collective_on(CollectiveOp::all_gather,
-                                           pass_units[u].parameters * element_bytes_, dp_group));
-        gather.push_back(Op::sync(Op::Kind::record, gathered));
-        compute.push_back(Op::sync(Op::Kind::wait, gathered));
-        compute.push_back(Op::sync(Op::Kind::record, started));
+        gather.push_back(collective(CollectiveOp::all_gather,
+                                    pass_units[u].parameters * element_bytes_, dp_group));
+        gather.push_back(ops::Record{gathered});
+        compute.push_back(ops::Wait{gathered});
+        compute.push_back(ops::Record{started});
         emit(compute, templates(pass.forward, vs, u, u + 1, groups), groups, pass.microbatch);
         if (!pass.forward) {
-          const int ready = program->events++;
-          compute.push_back(Op::sync(Op::Kind::record, ready));
+          const EventId ready = program->add_event();
+          compute.push_back(ops::Record{ready});
           auto& reduce = program->streams[2];
-          reduce.push_back(Op::sync(Op::Kind::wait, ready));
-          reduce.push_back(Op::collective_on(CollectiveOp::reduce_scatter,
-                                             pass_units[u].parameters * element_bytes_, dp_second));
+          reduce.push_back(ops::Wait{ready});
+          reduce.push_back(collective(CollectiveOp::reduce_scatter,
+                                      pass_units[u].parameters * element_bytes_, dp_second));
         }
       }
     } else if (dp_collectives && !pass.forward && i == last_backward[static_cast<size_t>(pass.chunk)]) {
@@ -416,25 +423,25 @@ std::shared_ptr<Program> TransformerJobBuilder::rank_program(int rank) {
            pass.microbatch);
     }
     if (sends) {
-      compute.push_back(Op::transfer(Op::Kind::send, stage_rank(pass.forward ? vs + 1 : vs - 1),
-                                     transfer_bytes, pass.microbatch));
+      compute.push_back(ops::Send{stage_rank(pass.forward ? vs + 1 : vs - 1), transfer_bytes,
+                                  pass.microbatch});
     }
   }
 
   // Gradients reduced, then the optimizer on this rank's share of the parameters.
   double optimizer_parameters = rank_parameters;
   if (fsdp) {
-    const int reduced = program->events++;
-    program->streams[2].push_back(Op::sync(Op::Kind::record, reduced));
-    compute.push_back(Op::sync(Op::Kind::wait, reduced));
+    const EventId reduced = program->add_event();
+    program->streams[2].push_back(ops::Record{reduced});
+    compute.push_back(ops::Wait{reduced});
     optimizer_parameters /= dp_size;
   } else if (dp_collectives) {
     if (overlap) {
-      const int reduced = program->events++;
-      program->streams[1].push_back(Op::sync(Op::Kind::record, reduced));
-      compute.push_back(Op::sync(Op::Kind::wait, reduced));
+      const EventId reduced = program->add_event();
+      program->streams[1].push_back(ops::Record{reduced});
+      compute.push_back(ops::Wait{reduced});
     } else {
-      for (double bytes : buckets) compute.push_back(Op::collective_on(gradient_op, bytes, dp_group));
+      for (double bytes : buckets) compute.push_back(collective(gradient_op, bytes, dp_group));
     }
     if (p_.data_parallel == DataParallelKind::zero1) optimizer_parameters /= dp_size;
   }
@@ -446,13 +453,13 @@ std::shared_ptr<Program> TransformerJobBuilder::rank_program(int rank) {
     const KernelWork work = optimizer_step(optimizer_parameters);
     segment.add({work.name, work.kernel_class, kernel_time(work)});
     job_.segments.push_back(std::move(segment));
-    it->second.push_back(OpTemplate{static_cast<int>(job_.segments.size()) - 1});
+    it->second.push_back(SegmentId(job_.segments.size() - 1));
   }
   emit(compute, it->second, groups, -1);
   if (dp_collectives && p_.data_parallel == DataParallelKind::zero1) {
     // Every replica needs the updated parameters of every shard.
-    compute.push_back(Op::collective_on(CollectiveOp::all_gather, rank_parameters * element_bytes_,
-                                        dp_group));
+    compute.push_back(
+        collective(CollectiveOp::all_gather, rank_parameters * element_bytes_, dp_group));
   }
   return program;
 }

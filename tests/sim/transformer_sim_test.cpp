@@ -92,8 +92,8 @@ TEST_CASE("one transformer GPU runs its microbatches' passes and the optimizer b
   const Job job = build_transformer_job(s, Topology(s.platform));
   double segments = 0;
   for (const Op& op : job.program_of_rank[0]->streams[0]) {
-    REQUIRE(op.kind == Op::Kind::compute);
-    segments += job.segments[static_cast<size_t>(op.segment)].seconds;
+    REQUIRE(std::holds_alternative<ops::RunSegment>(op));
+    segments += nominal_seconds(job, op);
   }
   CHECK(segments == rel(expected, 1e-12));
   CHECK(simulate_step(s) == rel(expected, 1e-9));

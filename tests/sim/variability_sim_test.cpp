@@ -50,7 +50,7 @@ double compute_seconds(const Scenario& s) {
   const Job job = build_job(s, Topology(s.platform));
   double seconds = 0;
   for (const Op& op : job.program_of_rank[0]->streams[0]) {
-    if (op.kind == Op::Kind::compute) seconds += op.seconds;
+    seconds += nominal_seconds(job, op);
   }
   return seconds;
 }

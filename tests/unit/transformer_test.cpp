@@ -785,33 +785,24 @@ void check_job_consistent(const Job& job) {
     std::vector<std::pair<int, size_t>> waits;       // event, stream
     for (size_t stream = 0; stream < program.streams.size(); ++stream) {
       for (const Op& op : program.streams[stream]) {
-        switch (op.kind) {
-          case Op::Kind::send:
-            CHECK(op.peer >= 0);
-            CHECK(op.peer != rank);
-            CHECK(job.simulated(op.peer));
-            sent[{rank, op.peer}].push_back({op.bytes, op.microbatch});
-            break;
-          case Op::Kind::recv:
-            received[{op.peer, rank}].push_back({op.bytes, op.microbatch});
-            break;
-          case Op::Kind::record:
-            recorded_in[op.event].push_back(stream);
-            break;
-          case Op::Kind::wait:
-            waits.push_back({op.event, stream});
-            break;
-          case Op::Kind::collective: {
-            REQUIRE(op.group >= 0);
-            REQUIRE(op.group < static_cast<int>(job.groups.size()));
-            const auto& members = job.groups[static_cast<size_t>(op.group)].ranks;
-            CHECK(std::find(members.begin(), members.end(), rank) != members.end());
-            calls[op.group][rank].push_back({static_cast<int>(op.collective), op.bytes});
-            break;
-          }
-          case Op::Kind::compute:
-            CHECK(op.segment < static_cast<int>(job.segments.size()));
-            break;
+        if (const auto* send = std::get_if<ops::Send>(&op)) {
+          CHECK(send->peer >= 0);
+          CHECK(send->peer != rank);
+          CHECK(job.simulated(send->peer));
+          sent[{rank, send->peer}].push_back({send->bytes, send->microbatch.value_or(-1)});
+        } else if (const auto* recv = std::get_if<ops::Recv>(&op)) {
+          received[{recv->peer, rank}].push_back({recv->bytes, recv->microbatch.value_or(-1)});
+        } else if (const auto* record = std::get_if<ops::Record>(&op)) {
+          recorded_in[record->event.value()].push_back(stream);
+        } else if (const auto* wait = std::get_if<ops::Wait>(&op)) {
+          waits.push_back({wait->event.value(), stream});
+        } else if (const auto* call = std::get_if<ops::Collective>(&op)) {
+          REQUIRE(call->group.index() < job.groups.size());
+          const auto& members = job.groups[call->group].ranks;
+          CHECK(std::find(members.begin(), members.end(), rank) != members.end());
+          calls[call->group.value()][rank].push_back({static_cast<int>(call->op), call->bytes});
+        } else if (const auto* run = std::get_if<ops::RunSegment>(&op)) {
+          CHECK(run->segment.index() < job.segments.size());
         }
       }
     }
@@ -829,7 +820,7 @@ void check_job_consistent(const Job& job) {
   CHECK(sent == received);
   for (const auto& [group, by_rank] : calls) {
     CAPTURE(group);
-    const auto& members = job.groups[static_cast<size_t>(group)].ranks;
+    const auto& members = job.groups[GroupId(group)].ranks;
     CHECK(by_rank.size() == members.size());
     for (const auto& [rank, ops] : by_rank) {
       CAPTURE(rank);
@@ -849,10 +840,11 @@ int count_groups(const Job& job, const std::string& name) {
                                         [&](const CollectiveGroup& g) { return g.name == name; }));
 }
 
-int count_ops(const Program& program, Op::Kind kind) {
+template <typename Kind>
+int count_ops(const Program& program) {
   int n = 0;
   for (const auto& stream : program.streams) {
-    for (const Op& op : stream) n += op.kind == kind;
+    for (const Op& op : stream) n += std::holds_alternative<Kind>(op);
   }
   return n;
 }
@@ -883,14 +875,17 @@ TEST_CASE("tiny-gpt on 16 GPUs: groups along each dimension and matched transfer
   const Program& first = *job.program_of_rank[1];
   int sends = 0;
   for (const Op& op : first.streams[0]) {
-    if (op.kind == Op::Kind::send || op.kind == Op::Kind::recv) {
-      CHECK(op.peer == 3);
-      CHECK(op.bytes == 512.0 * 256 * 2);
-      sends += op.kind == Op::Kind::send;
+    if (const auto* send = std::get_if<ops::Send>(&op)) {
+      CHECK(send->peer == 3);
+      CHECK(send->bytes == 512.0 * 256 * 2);
+      ++sends;
+    } else if (const auto* recv = std::get_if<ops::Recv>(&op)) {
+      CHECK(recv->peer == 3);
+      CHECK(recv->bytes == 512.0 * 256 * 2);
     }
   }
   CHECK(sends == 4);
-  CHECK(count_ops(first, Op::Kind::recv) == 4);
+  CHECK(count_ops<ops::Recv>(first) == 4);
   // Overlapped DDP: a second stream reduces the gradients.
   CHECK(first.streams.size() == 2);
 }
@@ -942,7 +937,7 @@ TEST_CASE("jobs of every schedule and data-parallel kind are consistent") {
         leaving += (vs < stages - 1) + (vs > 0);
       }
       if (!job.simulated(rank)) continue;
-      CHECK(count_ops(*job.program_of_rank[static_cast<size_t>(rank)], Op::Kind::send) ==
+      CHECK(count_ops<ops::Send>(*job.program_of_rank[static_cast<size_t>(rank)]) ==
             leaving * m);
     }
   }
@@ -958,9 +953,9 @@ TEST_CASE("smaller gradient buckets give more data-parallel all-reduces of the s
     *count = 0;
     for (const auto& stream : job.program_of_rank[static_cast<size_t>(rank)]->streams) {
       for (const Op& op : stream) {
-        if (op.kind == Op::Kind::collective &&
-            job.groups[static_cast<size_t>(op.group)].name == "dp") {
-          total += op.bytes;
+        const auto* call = std::get_if<ops::Collective>(&op);
+        if (call != nullptr && job.groups[call->group].name == "dp") {
+          total += call->bytes;
           ++*count;
         }
       }

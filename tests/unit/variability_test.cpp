@@ -46,18 +46,18 @@ struct Fixture {
   /// The first compute op of `rank`'s program.
   const Op* first_compute(int rank) const {
     for (const Op& op : job.program_of_rank[static_cast<size_t>(rank)]->streams[0]) {
-      if (op.kind == Op::Kind::compute) return &op;
+      if (std::holds_alternative<ops::RunSegment>(op)) return &op;
     }
     return nullptr;
   }
   /// Nominal seconds of a compute op: its kernels, and its analytic collectives.
   double compute_s(const Op* op) const { return nominal(op) - communication_s(op); }
   double nominal(const Op* op) const {
-    return job.segments[static_cast<size_t>(op->segment)].seconds;
+    return job.segments[std::get<ops::RunSegment>(*op).segment].seconds;
   }
   double communication_s(const Op* op) const {
     double seconds = 0;
-    for (const Kernel& k : job.segments[static_cast<size_t>(op->segment)].kernels) {
+    for (const Kernel& k : job.segments[std::get<ops::RunSegment>(*op).segment].kernels) {
       if (k.kernel_class == KernelClass::communication) seconds += k.seconds;
     }
     return seconds;
@@ -247,11 +247,12 @@ TEST_CASE("collective jitter is a slowdown drawn per call and shared by its memb
   const Fixture f(tiny("{network: {jitter: {inter_node: {lognormal: {median: 1, sigma: 0.5}}}}}",
                        {"engine.layer_collectives=network"}));
   // The data-parallel groups span both nodes.
-  int dp = -1;
+  std::optional<GroupId> found;
   for (size_t g = 0; g < f.job.groups.size(); ++g) {
-    if (f.job.groups[g].name == "dp") dp = static_cast<int>(g);
+    if (f.job.groups[GroupId(g)].name == "dp") found = GroupId(g);
   }
-  REQUIRE(dp >= 0);
+  REQUIRE(found.has_value());
+  const GroupId dp = *found;
   RunVariation run(f.model, 3);
   int above = 0;
   for (int call = 0; call < 200; ++call) {

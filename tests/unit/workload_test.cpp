@@ -25,16 +25,18 @@ TEST_CASE("a layer-stack step is forward and backward per microbatch then one al
   const Job job = build_layer_stack_job(s);
   REQUIRE(job.rank_count() == 16);
   REQUIRE(job.groups.size() == 1);
-  CHECK(job.groups[0].ranks.size() == 16);
+  CHECK(job.groups[GroupId(0)].ranks.size() == 16);
   const Program& program = *job.program_of_rank[5];
   // 64 / 16 = 4 samples per rank = 2 microbatches of 2; 32 layers forward + 32 backward each.
   REQUIRE(program.streams[0].size() == 2 * 64 + 1);
   double compute_s = 0;
-  for (size_t i = 0; i + 1 < program.streams[0].size(); ++i) compute_s += program.streams[0][i].seconds;
+  for (size_t i = 0; i + 1 < program.streams[0].size(); ++i) {
+    compute_s += std::get<ops::ComputeFor>(program.streams[0][i]).seconds;
+  }
   const double flops = 4 * 32 * 3 * 1.79e12;
   CHECK(compute_s == Near{flops / (989e12 * 0.5)});
-  const Op& reduce = program.streams[0].back();
-  CHECK(reduce.kind == Op::Kind::collective);
-  CHECK(reduce.collective == CollectiveOp::all_reduce);
-  CHECK(reduce.bytes == Near{202e6 * 32 * 2});
+  const auto* reduce = std::get_if<ops::Collective>(&program.streams[0].back());
+  REQUIRE(reduce != nullptr);
+  CHECK(reduce->op == CollectiveOp::all_reduce);
+  CHECK(reduce->bytes == Near{202e6 * 32 * 2});
 }
