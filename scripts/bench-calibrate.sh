@@ -12,7 +12,7 @@ cd "$(dirname "$0")/.."
 prismsim=${PRISMSIM:-build/release/simulator/prismsim}
 events=${EVENTS:-1000000}
 if [ ! -x "$prismsim" ]; then
-  echo "bench-calibrate: no $prismsim: build it first (cmake --preset release && cmake --build build/release)" >&2
+  echo "bench-calibrate: no $prismsim: build it first (cmake --preset release && cmake --build --preset release)" >&2
   exit 2
 fi
 tmp=$(mktemp -d)

@@ -8,8 +8,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/install-deps.sh
-cmake -S . -B build/release -G Ninja -DCMAKE_BUILD_TYPE=Release -DPRISMSIM_BUILD_TESTS=OFF >/dev/null
-cmake --build build/release >/dev/null
+cmake --preset release >/dev/null
+cmake --build --preset release >/dev/null
 bin=build/release/simulator
 example=workloads/scenarios/dp-h100.yaml
 fabric=(platform.fabric.levels=3 platform.fabric.radix=128 "platform.fabric.oversubscription=[1,1]")

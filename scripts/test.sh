@@ -4,7 +4,6 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/install-deps.sh
-cmake -S . -B build/test -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_FLAGS_RELEASE=-O2 \
-  -DPRISMSIM_BUILD_TESTS=ON >/dev/null
-cmake --build build/test
-ctest --test-dir build/test --output-on-failure -j "$(nproc)"
+cmake --preset test >/dev/null
+cmake --build --preset test
+ctest --preset test -j "$(nproc)"

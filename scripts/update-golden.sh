@@ -3,5 +3,6 @@
 # prediction. Review `git diff tests/golden` before committing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-cmake --build build/test --target prismsim
+cmake --preset test >/dev/null
+cmake --build --preset test --target prismsim
 tests/golden/run.sh build/test/simulator/prismsim update

@@ -9,8 +9,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 data=${1:-../shared/validation}
 quiet=${2:-}
-cmake -S . -B build/release -G Ninja -DCMAKE_BUILD_TYPE=Release -DPRISMSIM_BUILD_TESTS=OFF >/dev/null
-cmake --build build/release --target prismsim >/dev/null
+cmake --preset release >/dev/null
+cmake --build --preset release --target prismsim >/dev/null
 prismsim=$PWD/build/release/simulator/prismsim
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
