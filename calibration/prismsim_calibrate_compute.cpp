@@ -12,6 +12,7 @@
 #include <iostream>
 #include <memory>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include <boost/program_options.hpp>
@@ -47,26 +48,35 @@ std::vector<Case> load_cases(const std::string& scenario_path,
   return cases;
 }
 
+/// The fitted parameters: three of the GPU's compute model and the host's time per kernel.
+struct Fit {
+  ComputeModelSpec compute;
+  HostSpec host;
+};
+
 /// Free parameters, unconstrained: logit of the fractions, log of the positive values.
-ComputeModelSpec model_of(const std::vector<double>& x, const ComputeModelSpec& base) {
+Fit model_of(const std::vector<double>& x, const Fit& base) {
   auto fraction = [](double v) { return 1.0 / (1.0 + std::exp(-v)); };
-  ComputeModelSpec m = base;
-  m.gemm_efficiency = fraction(x[0]);
-  m.gemm_half_size = std::exp(x[1]);
-  m.memory_efficiency = fraction(x[2]);
-  m.kernel_overhead_s = std::exp(x[3]) * 1e-6;
+  Fit m = base;
+  m.compute.gemm_efficiency = fraction(x[0]);
+  m.compute.gemm_half_size = std::exp(x[1]);
+  m.compute.memory_efficiency = fraction(x[2]);
+  m.host.kernel_launch_s = std::exp(x[3]) * 1e-6;
   return m;
 }
 
-std::vector<double> point_of(const ComputeModelSpec& m) {
+std::vector<double> point_of(const Fit& m) {
   auto logit = [](double v) { return std::log(v / (1.0 - v)); };
-  return {logit(std::min(m.gemm_efficiency, 0.999)), std::log(m.gemm_half_size),
-          logit(std::min(m.memory_efficiency, 0.999)), std::log(m.kernel_overhead_s * 1e6)};
+  return {logit(std::min(m.compute.gemm_efficiency, 0.999)), std::log(m.compute.gemm_half_size),
+          logit(std::min(m.compute.memory_efficiency, 0.999)),
+          std::log(m.host.kernel_launch_s * 1e6)};
 }
 
-double mape(const std::vector<Case>& cases, const GpuSpec& gpu) {
+double mape(const std::vector<Case>& cases, const GpuSpec& gpu, const HostSpec& host) {
   double sum = 0;
-  for (const Case& c : cases) sum += std::abs(c.estimate->seconds(gpu) / c.measured.seconds - 1);
+  for (const Case& c : cases) {
+    sum += std::abs(c.estimate->seconds(gpu, host) / c.measured.seconds - 1);
+  }
   return cases.empty() ? 0 : 100 * sum / static_cast<double>(cases.size());
 }
 
@@ -112,15 +122,19 @@ int main(int argc, char** argv) {
       names.push_back(path + " (checked)");
     }
     GpuSpec gpu = base.platform.gpu;
+    HostSpec host = base.host;
+    const Fit initial{base.platform.gpu.compute, base.host};
     // Mean squared log error (relative errors) of each fitted file, averaged over the files: a
     // small file of large runs counts as much as a large file of small ones.
     auto objective = [&](const std::vector<double>& x) {
-      gpu.compute = model_of(x, base.platform.gpu.compute);
+      const Fit trial = model_of(x, initial);
+      gpu.compute = trial.compute;
+      host = trial.host;
       double total = 0;
       for (size_t f = 0; f < fit_paths.size(); ++f) {
         double sum = 0;
         for (const Case& c : files[f]) {
-          const double r = std::log(c.estimate->seconds(gpu) / c.measured.seconds);
+          const double r = std::log(c.estimate->seconds(gpu, host) / c.measured.seconds);
           sum += r * r;
         }
         total += sum / static_cast<double>(files[f].size());
@@ -130,9 +144,14 @@ int main(int argc, char** argv) {
     // Several fixed starts: the same measurements always give the same fit.
     std::vector<double> best;
     double best_value = INFINITY;
-    for (const ComputeModelSpec& start :
-         {ComputeModelSpec{0.8, 64, 0.5, 0.8, 4e-6}, ComputeModelSpec{0.6, 256, 0.5, 0.6, 10e-6},
-          ComputeModelSpec{0.9, 16, 0.5, 0.9, 1e-6}}) {
+    for (const auto& [e, g, mem, launch] : {std::tuple{0.8, 64.0, 0.8, 4e-6},
+                                            std::tuple{0.6, 256.0, 0.6, 10e-6},
+                                            std::tuple{0.9, 16.0, 0.9, 1e-6}}) {
+      Fit start = initial;
+      start.compute.gemm_efficiency = e;
+      start.compute.gemm_half_size = g;
+      start.compute.memory_efficiency = mem;
+      start.host.kernel_launch_s = launch;
       auto x = nelder_mead(objective, point_of(start), 0.5, 3000, 1e-12);
       x = nelder_mead(objective, x, 0.1, 3000, 1e-14);
       const double value = objective(x);
@@ -141,28 +160,30 @@ int main(int argc, char** argv) {
         best = x;
       }
     }
-    gpu.compute = model_of(best, base.platform.gpu.compute);
+    const Fit fitted = model_of(best, initial);
+    gpu.compute = fitted.compute;
+    host = fitted.host;
     const ComputeModelSpec& m = gpu.compute;
     std::cout << fmt::format(
         "# Fitted by prismsim-calibrate-compute to {} measured iterations\n"
         "gpu:\n  compute:\n"
         "    gemm_efficiency: {:.4g}\n    gemm_half_size: {:.4g}\n"
         "    attention_efficiency: {:.4g}\n    memory_efficiency: {:.4g}\n"
-        "    kernel_overhead: {:.4g}us\n\n",
+        "host:\n  kernel_launch: {:.4g}us\n\n",
         [&] { size_t n = 0; for (size_t f = 0; f < fit_paths.size(); ++f) n += files[f].size(); return n; }(),
         m.gemm_efficiency, m.gemm_half_size, m.attention_efficiency, m.memory_efficiency,
-        m.kernel_overhead_s * 1e6);
+        host.kernel_launch_s * 1e6);
     for (size_t f = 0; f < files.size(); ++f) {
       if (vm.count("rows")) {
         for (const Case& c : files[f]) {
-          const double predicted = c.estimate->seconds(gpu);
+          const double predicted = c.estimate->seconds(gpu, host);
           std::cout << fmt::format("{}:{}: measured {:.1f} ms, closed form {:.1f} ms, {:+.1f}%\n",
                                    names[f], c.measured.line, c.measured.seconds * 1e3,
                                    predicted * 1e3, 100 * (predicted / c.measured.seconds - 1));
         }
       }
       std::cout << fmt::format("{}: {} rows, closed-form MAPE {:.2f}%\n", names[f],
-                               files[f].size(), mape(files[f], gpu));
+                               files[f].size(), mape(files[f], gpu, host));
     }
     return 0;
   } catch (const InputError& e) {

@@ -26,7 +26,7 @@ struct ComputeModelSpec {
   double gemm_half_size = 64;         ///< GEMM dimension at which that dimension halves efficiency
   double attention_efficiency = 0.5;  ///< fraction of peak of fused (flash) attention
   double memory_efficiency = 0.8;     ///< fraction of HBM bandwidth of memory-bound kernels
-  double kernel_overhead_s = 4e-6;    ///< host time to issue one kernel: the shortest a kernel takes
+  double kernel_overhead_s = 2e-6;    ///< the shortest time a kernel occupies the GPU
 };
 
 /// One GPU model.
@@ -153,6 +153,9 @@ struct TransformerSpec {
   int64_t sequence = 0;
   AttentionKernel attention = AttentionKernel::flash;
   bool causal = true;  ///< causal attention kernels skip the masked half
+  /// The output head shares the embedding's weights (GPT); with pipeline parallelism the first
+  /// and last stages then all-reduce that weight's gradient every step.
+  bool tied_embeddings = false;
 
   int64_t head_dim() const { return hidden / heads; }
 };
@@ -174,9 +177,18 @@ struct WorkloadSpec {
 };
 
 /// How data-parallel replicas share gradients and state: plain DDP (gradient all-reduce), ZeRO-1
-/// (optimizer state sharded: gradient reduce-scatter, parameter all-gather) or FSDP / ZeRO-3
+/// (Megatron's distributed optimizer: optimizer state sharded, gradient reduce-scatter, parameter
+/// all-gather), ZeRO-2 (gradients sharded too: reduce-scattered every microbatch) or FSDP / ZeRO-3
 /// (parameters sharded too: per-layer all-gather before use, gradient reduce-scatter after).
-enum class DataParallelKind { ddp, zero1, fsdp };
+enum class DataParallelKind { ddp, zero1, zero2, fsdp };
+/// The training framework whose mechanics a job follows (docs/frameworks.md): it sets the
+/// defaults of the mechanics below and which of them a job may choose.
+enum class Framework { megatron_lm, megatron_deepspeed, torchtitan };
+/// What a pipeline stage sends per tensor-parallel rank: its whole activation, or 1/tp of it
+/// that the receiver all-gathers over its tensor-parallel group (Megatron-DeepSpeed's
+/// partitioned pipe and older Megatron-LM's scatter_gather_tensors_in_pipeline). With sequence
+/// parallelism the activation is already 1/tp.
+enum class PipelineTransfer { full, scatter_gather };
 enum class PipelineSchedule { gpipe, one_f_one_b, interleaved };
 enum class Recompute { none, selective, full };
 /// The parallel dimensions, as they can be ordered onto GPUs.
@@ -197,10 +209,47 @@ struct ParallelismSpec {
   /// Innermost first: consecutive ranks differ in order[0] (Megatron: tp, cp, pp, dp).
   std::vector<ParallelDim> order = {ParallelDim::tp, ParallelDim::cp, ParallelDim::pp,
                                     ParallelDim::dp};
-  double gradient_bucket_bytes = 0;   ///< 0: Megatron's default, max(40M, 1M x dp) elements
+  double gradient_bucket_bytes = 0;   ///< 0: the framework's default
   bool overlap_gradient_reduce = true;  ///< reduce buckets during the last backward pass
 
+  // The mechanics a framework sets (config/framework.hpp gives each framework's defaults).
+  Framework framework = Framework::megatron_lm;
+  PipelineTransfer pipeline_transfer = PipelineTransfer::full;
+  /// A stage's pipeline sends complete before it computes on (batched send/receive pairs,
+  /// waited for, as Megatron and DeepSpeed's pipeline engine do); false: sends run on their own.
+  bool blocking_pipeline_sends = false;
+  /// ZeRO-1: the parameter all-gather of the next step overlaps its first forward pass, bucket
+  /// by bucket (Megatron's overlap_param_gather); false: after the optimizer, exposed.
+  bool overlap_param_gather = false;
+  /// FSDP: parameters are freed after the forward pass and gathered again for the backward one.
+  bool reshard_after_forward = true;
+  /// FSDP: replicas of the sharded model (HSDP): parameters are sharded over dp / replicas ranks
+  /// and gradients all-reduced across the replicas after their reduce-scatter.
+  int fsdp_replicas = 1;
+  /// Precision in which gradients are reduced (Megatron reduces bf16 gradients in fp32 by
+  /// default; torchtitan too).
+  Precision gradient_reduce_precision = Precision::bf16;
+  /// Gradients are reduced after every microbatch's backward pass (FSDP2 in torchtitan, ZeRO-2
+  /// and -3) rather than after the last one only.
+  bool reduce_every_microbatch = false;
+  /// Buckets of gradients on every pipeline stage (DeepSpeed); false: Megatron buckets only the
+  /// first stage's first model chunk, the others reduce in one bucket.
+  bool buckets_on_every_stage = true;
+  /// Tensor-parallel collectives overlapped with the GEMMs next to them (Transformer Engine's
+  /// userbuffers, torchtitan's async TP): a collective costs only what its GEMM does not hide.
+  bool tp_comm_overlap = false;
+
   int ranks() const { return dp * tp * pp * cp; }
+};
+
+/// The host (CPU) side of the training loop: what the framework's Python and launch code cost.
+/// Fitted per framework; see docs/frameworks.md.
+struct HostSpec {
+  /// Host time to issue one modelled kernel: the GPU runs kernels as they are issued and idles
+  /// when they are shorter than this (0: CUDA graphs).
+  double kernel_launch_s = 0;
+  /// Host time per training step outside kernels (data loading, logging, bookkeeping).
+  double step_s = 0;
 };
 
 struct SimulationSpec {
@@ -238,6 +287,7 @@ struct Scenario {
   ParallelismSpec parallelism;
   SimulationSpec simulation;
   EngineSpec engine;
+  HostSpec host;
   VariabilitySpec variability;
 };
 

@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "config/config_tree.hpp"
+#include "config/framework_loader.hpp"
 #include "config/map_reader.hpp"
 #include "config/variability_loader.hpp"
 #include "core/units.hpp"
@@ -27,7 +28,10 @@ constexpr double kMaxPassesPerStep = 1e8;
 /// Parallelism keys that only transformer workloads read.
 const std::vector<std::string> kTransformerOnlyKeys = {
     "sequence_parallel", "data_parallel", "schedule", "virtual_stages", "stage_layers",
-    "recompute", "order", "gradient_bucket", "overlap_gradient_reduce"};
+    "recompute", "order", "gradient_bucket", "overlap_gradient_reduce", "framework",
+    "pipeline_transfer", "pipeline_sends", "overlap_param_gather", "reshard_after_forward",
+    "fsdp_replicas", "gradient_reduce_precision", "gradient_sync", "gradient_buckets",
+    "tp_comm_overlap"};
 
 const std::vector<std::string> kPrecisionNames = {"fp32", "tf32", "bf16", "fp16", "fp8"};
 
@@ -291,6 +295,7 @@ TransformerSpec read_model(MapReader& parent) {
   assign(m.sequence, read_size(r, "sequence", true));
   assign(m.attention, r.choice("attention", false, {"flash", "unfused"}));
   assign(m.causal, r.boolean("causal", false));
+  assign(m.tied_embeddings, r.boolean("tied_embeddings", false));
   r.finish();
   if (m.heads > 0 && m.hidden % m.heads != 0) {
     parent.diags().error(node->loc, fmt::format("'{}' hidden {} is not a multiple of heads {}",
@@ -333,13 +338,21 @@ WorkloadSpec read_workload(const ConfigNode& node, Diagnostics& diags) {
 void read_run_settings(MapReader& r, Scenario& s) {
   if (const ConfigNode* node = r.map("parallelism", true)) {
     MapReader p(*node, "parallelism", r.diags());
+    // The framework first: it gives the defaults of the keys below.
+    assign(s.parallelism.framework, p.choice("framework", false, framework_names()));
+    const FrameworkPreset& preset = framework_preset(s.parallelism.framework);
+    s.parallelism.order = preset.order;
+    s.parallelism.data_parallel = preset.data_parallel_modes.front();
+    s.parallelism.overlap_gradient_reduce = preset.overlap_gradient_reduce;
     assign(s.parallelism.gpus, p.integer("gpus", false, 1));
     assign(s.parallelism.dp, p.integer("dp", false, 1));
     assign(s.parallelism.tp, p.integer("tp", false, 1));
     assign(s.parallelism.pp, p.integer("pp", false, 1));
     assign(s.parallelism.cp, p.integer("cp", false, 1));
+    s.parallelism.sequence_parallel = preset.sequence_parallel && s.parallelism.tp > 1;
     assign(s.parallelism.sequence_parallel, p.boolean("sequence_parallel", false));
-    assign(s.parallelism.data_parallel, p.choice("data_parallel", false, {"ddp", "zero1", "fsdp"}));
+    assign(s.parallelism.data_parallel,
+           p.choice("data_parallel", false, {"ddp", "zero1", "zero2", "fsdp"}));
     assign(s.parallelism.schedule,
            p.choice("schedule", false, {"gpipe", "1f1b", "interleaved"}));
     assign(s.parallelism.virtual_stages, p.integer("virtual_stages", false, 1, 1024));
@@ -378,9 +391,11 @@ void read_run_settings(MapReader& r, Scenario& s) {
     assign(s.parallelism.gradient_bucket_bytes,
            p.positive_quantity("gradient_bucket", false, units::parse_bytes));
     assign(s.parallelism.overlap_gradient_reduce, p.boolean("overlap_gradient_reduce", false));
+    read_framework_mechanics(p, s);
     p.finish();
     s.parallelism_loc = node->loc;
   }
+  read_host(r, s);
   if (const ConfigNode* node = r.map("simulation", false)) {
     MapReader m(*node, "simulation", r.diags());
     assign(s.simulation.runs, m.integer("runs", false, 1, 1000000));

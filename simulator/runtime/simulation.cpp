@@ -213,11 +213,16 @@ void Simulation::Run::stream_main(int rank, int stream) {
       }
     }
   }
-  std::vector<sg4::CommPtr> sends;
-  std::vector<const Op*> fused;  // consecutive compute ops: one execution
+  std::vector<sg4::CommPtr> sends;     // complete on their own; awaited at the step's end
+  std::vector<sg4::CommPtr> blocking;  // awaited after the receive batched with them, if any
+  std::vector<const Op*> fused;        // consecutive compute ops: one execution
   for (int step = 0; step < sim_.scenario_.simulation.steps; ++step) {
     for (size_t op_index = 0; op_index < ops.size(); ++op_index) {
       const Op& op = ops[op_index];
+      if (!blocking.empty() && !std::holds_alternative<ops::Recv>(op)) {
+        sg4::Comm::wait_all(blocking);
+        blocking.clear();
+      }
       if (is_compute(op)) {
         fused.push_back(&op);
         continue;
@@ -238,12 +243,18 @@ void Simulation::Run::stream_main(int rank, int stream) {
                 const double bytes =
                     variation_ ? send.bytes * variation_->transfer_slowdown(rank, send.peer)
                                : send.bytes;
-                sends.push_back(
-                    send_async(mailbox_of_op[op_index], static_cast<uint64_t>(bytes)));
+                (send.blocking ? blocking : sends)
+                    .push_back(send_async(mailbox_of_op[op_index], static_cast<uint64_t>(bytes)));
                 ++result_.counters.transfers;
                 notable = false;
               },
-              [&](const ops::Recv&) { receive(mailbox_of_op[op_index]); },
+              [&](const ops::Recv&) {
+                receive(mailbox_of_op[op_index]);
+                if (!blocking.empty()) {
+                  sg4::Comm::wait_all(blocking);
+                  blocking.clear();
+                }
+              },
               [&](const ops::Record& record) {
                 const std::unique_lock lock(*events.mutex);
                 ++events.recorded[record.event.index()];
@@ -263,6 +274,8 @@ void Simulation::Run::stream_main(int rank, int stream) {
       fused.clear();
     }
     // Sends finish when their receivers take them; the step ends after they have.
+    if (!blocking.empty()) sg4::Comm::wait_all(blocking);
+    blocking.clear();
     if (!sends.empty()) sg4::Comm::wait_all(sends);
     sends.clear();
     finish_step(step);

@@ -100,6 +100,10 @@ void TraceRecorder::on_compute(const ComputeSpan& s) {
       const auto add_kernel = [&](const std::string& name, const char* category, double seconds,
                                   double bytes) {
         const double d = own != nullptr ? (*own)[next++] : seconds * scale;
+        if (category == std::string_view("idle")) {  // waiting for the host: a gap
+          at += d;
+          return;
+        }
         TraceSpan kernel;
         kernel.rank = as;
         kernel.stream = s.stream;

@@ -143,12 +143,13 @@ int VariationModel::kernel_sampler(const Kernel& kernel) {
 
 VariationModel::SegmentPlan VariationModel::plan(const std::vector<Kernel>& kernels) {
   SegmentPlan plan;
-  double chunk_clock = 0, chunk_other = 0;
+  double chunk_clock = 0, chunk_other = 0, chunk_idle = 0;
   auto close_chunk = [&] {
     plan.chunk_end.push_back(plan.sampler.size());
     plan.chunk_clock_s.push_back(chunk_clock);
     plan.chunk_other_s.push_back(chunk_other);
-    chunk_clock = chunk_other = 0;
+    plan.chunk_idle_s.push_back(chunk_idle);
+    chunk_clock = chunk_other = chunk_idle = 0;
   };
   for (const Kernel& kernel : kernels) {
     if (kernel.kernel_class == KernelClass::communication) {
@@ -164,6 +165,15 @@ VariationModel::SegmentPlan VariationModel::plan(const std::vector<Kernel>& kern
       plan.collectives.push_back(c);
       continue;
     }
+    if (kernel.kernel_class == KernelClass::idle) {
+      // Waiting for the host: neither noise nor the GPU's speed changes it.
+      plan.sampler.push_back(-1);
+      plan.clock_s.push_back(0);
+      plan.other_s.push_back(0);
+      plan.idle_s.push_back(kernel.seconds);
+      chunk_idle += kernel.seconds;
+      continue;
+    }
     // Segments repeat the same kernels: resolve each name once.
     auto [it, added] =
         sampler_of_kernel_.try_emplace({kernel.name, static_cast<int>(kernel.kernel_class)}, -1);
@@ -174,6 +184,7 @@ VariationModel::SegmentPlan VariationModel::plan(const std::vector<Kernel>& kern
         kernel.kernel_class == KernelClass::gemm || kernel.kernel_class == KernelClass::attention;
     plan.clock_s.push_back(clock_bound ? kernel.seconds : 0.0);
     plan.other_s.push_back(clock_bound ? 0.0 : kernel.seconds);
+    plan.idle_s.push_back(0);
     (clock_bound ? chunk_clock : chunk_other) += kernel.seconds;
   }
   close_chunk();
@@ -250,7 +261,8 @@ void RunVariation::record_chunk(const VariationModel::SegmentPlan& plan, size_t 
                                 std::vector<double>& out) {
   for (size_t k = chunk == 0 ? 0 : plan.chunk_end[chunk - 1]; k < plan.chunk_end[chunk]; ++k) {
     const double factor = plan.kernel_noise ? factors_[k] : 1.0;
-    out.push_back((plan.clock_s[k] * inverse_clock + plan.other_s[k]) * factor * slowdown);
+    out.push_back((plan.clock_s[k] * inverse_clock + plan.other_s[k]) * factor * slowdown +
+                  plan.idle_s[k]);
   }
   if (chunk < plan.collectives.size()) {
     // The collective after the chunk: its member's own compute time until the call's is known.
@@ -318,7 +330,8 @@ ExecutionTime RunVariation::execute(int rank, const std::vector<const Op*>& ops,
       // products as below, so the same result to the bit).
       const double slowest = unit.max_slowdown * scale;
       for (size_t c = 0; c < chunks; ++c) {
-        chunk_max_[c] = (plan.chunk_clock_s[c] * 1.0 + plan.chunk_other_s[c]) * slowest;
+        chunk_max_[c] =
+            (plan.chunk_clock_s[c] * 1.0 + plan.chunk_other_s[c]) * slowest + plan.chunk_idle_s[c];
       }
     }
     for (size_t i = 0; i < (uniform ? 0 : members); ++i) {
@@ -343,7 +356,7 @@ ExecutionTime RunVariation::execute(int rank, const std::vector<const Op*>& ops,
             other += plan.other_s[k] * factors_[k];
           }
         }
-        const double t = (clock_bound * inverse_clock + other) * slowdown;
+        const double t = (clock_bound * inverse_clock + other) * slowdown + plan.chunk_idle_s[c];
         busy += t;
         chunk_max_[c] = std::max(chunk_max_[c], t);
         if (kernel_seconds != nullptr) {

@@ -42,10 +42,11 @@ class VariationModel {
   /// at its analytic collectives, each kernel's nominal time split into the part that slows with
   /// the clock (GEMM, attention) and the rest (memory-bound).
   struct SegmentPlan {
-    std::vector<double> clock_s, other_s;  ///< per compute kernel; one of the two is 0
+    /// Per compute kernel (idle time waiting for the host included): at most one is not 0.
+    std::vector<double> clock_s, other_s, idle_s;
     std::vector<int> sampler;              ///< per compute kernel: index into samplers_, or -1
     std::vector<size_t> chunk_end;         ///< per chunk: one past its last compute kernel
-    std::vector<double> chunk_clock_s, chunk_other_s;  ///< per chunk: nominal sums
+    std::vector<double> chunk_clock_s, chunk_other_s, chunk_idle_s;  ///< per chunk: nominal sums
     struct Collective {
       double seconds = 0;
       int jitter = -1;          ///< sampler of its scope's jitter, or -1

@@ -9,6 +9,7 @@ const char* to_string(KernelClass kernel_class) {
     case KernelClass::elementwise: return "elementwise";
     case KernelClass::optimizer: return "optimizer";
     case KernelClass::communication: return "communication";
+    case KernelClass::idle: return "idle";
   }
   return "?";
 }

@@ -12,8 +12,10 @@
 
 namespace prismsim {
 
-/// What a kernel is, for variability and traces.
-enum class KernelClass { gemm, attention, elementwise, optimizer, communication };
+/// What a kernel is, for variability and traces. `idle` is not a kernel: the GPU waiting for the
+/// host to launch the next one (it varies with neither the GPU's speed nor kernel noise, and
+/// traces show it as a gap).
+enum class KernelClass { gemm, attention, elementwise, optimizer, communication, idle };
 const char* to_string(KernelClass kernel_class);
 
 /// One GPU kernel (or a collective charged analytically) with its nominal duration.
@@ -62,11 +64,14 @@ struct Collective {
   int root = 0;  ///< broadcast/reduce: group position of the root
   std::optional<int> microbatch;
 };
-/// Post a point-to-point send of `bytes` to rank `peer`; it completes on its own.
+/// Post a point-to-point send of `bytes` to rank `peer`. A blocking send completes before the
+/// stream goes on (after the receive that follows it, when one does: the two are posted as one
+/// batch, as Megatron's send_forward_recv_backward does); otherwise it completes on its own.
 struct Send {
   int peer = 0;
   double bytes = 0;
   std::optional<int> microbatch;
+  bool blocking = false;
 };
 /// Receive `bytes` from rank `peer` (blocks until it arrives).
 struct Recv {

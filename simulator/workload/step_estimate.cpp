@@ -11,7 +11,8 @@ namespace prismsim {
 StepEstimate::StepEstimate(const Scenario& s, const Topology& topology)
     : schedule_(s.parallelism.schedule), pp_(s.parallelism.pp),
       virtual_stages_(s.parallelism.virtual_stages),
-      microbatches_(microbatches_per_replica(s)) {
+      microbatches_(microbatches_per_replica(s)), tp_comm_overlap_(s.parallelism.tp_comm_overlap),
+      precision_(s.workload.precision) {
   const auto& p = s.parallelism;
   const LayerContext context = layer_context(s);
   const auto layers = split_layers(p, context.model.layers);
@@ -24,13 +25,14 @@ StepEstimate::StepEstimate(const Scenario& s, const Topology& topology)
     return grid.group(grid.rank(c), dims);
   };
   auto call_seconds = [&](const std::vector<int>& gpus, CollectiveOp op, double bytes) {
-    return predicted_call_seconds(gpus, topology, s.platform, op, bytes,
-                                  s.engine.collective_algorithm);
+    return gpus.size() < 2 ? 0.0
+                           : predicted_call_seconds(gpus, topology, s.platform, op, bytes,
+                                                    s.engine.collective_algorithm);
   };
   const Precision gemm_precision = s.workload.fp8_gemms ? Precision::fp8 : s.workload.precision;
   const double element_bytes = bytes_per_element(s.workload.precision);
+  const int gradient_bytes = bytes_per_element(p.gradient_reduce_precision);
   const int stages = static_cast<int>(layers.size());
-  double optimizer_parameters = 0;  // the largest share any rank updates
   std::vector<double> stage_parameters(static_cast<size_t>(p.pp), 0.0);
   for (int vs = 0; vs < stages; ++vs) {
     const int stage = vs % p.pp;
@@ -41,23 +43,17 @@ StepEstimate::StepEstimate(const Scenario& s, const Topology& topology)
       for (const PassUnit& unit : pass_units(context, layers, forward, vs)) {
         if (forward) stage_parameters[static_cast<size_t>(stage)] += unit.parameters;
         for (const PassItem& item : unit.items) {
+          PassItemCost c;
           if (item.kind == PassItem::Kind::kernel) {
-            const Precision precision = item.work.kernel_class == KernelClass::gemm
-                                            ? gemm_precision
-                                            : s.workload.precision;
-            auto same = std::find_if(cost.kernels.begin(), cost.kernels.end(), [&](const auto& k) {
-              return k.work.name == item.work.name && k.work.flops == item.work.flops &&
-                     k.work.bytes == item.work.bytes;
-            });
-            if (same != cost.kernels.end()) {
-              same->count += 1;
-            } else {
-              cost.kernels.push_back({item.work, precision, 1});
-            }
+            c.work = item.work;
+            c.precision = item.work.kernel_class == KernelClass::gemm ? gemm_precision
+                                                                      : s.workload.precision;
           } else {
-            cost.communication_s += call_seconds(
-                item.group == LayerGroup::tp ? tp_group : cp_group, item.op, item.bytes);
+            c.communication_s = call_seconds(item.group == LayerGroup::tp ? tp_group : cp_group,
+                                             item.op, item.bytes);
+            c.overlapped = item.op == CollectiveOp::all_gather;  // with the next GEMM
           }
+          cost.items.push_back(std::move(c));
         }
       }
       (forward ? forward_ : backward_).push_back(std::move(cost));
@@ -72,44 +68,77 @@ StepEstimate::StepEstimate(const Scenario& s, const Topology& topology)
     double bandwidth = std::numeric_limits<double>::infinity();
     for (int link : route) bandwidth = std::min(bandwidth, topology.links()[static_cast<size_t>(link)].bandwidth_Bps);
     transfer_s_ = topology.route_latency(from, to) + context.pipeline_transfer_bytes() / bandwidth;
+    if (context.pipeline_gathers()) {
+      transfer_s_ += call_seconds(group({ParallelDim::tp}, 1), CollectiveOp::all_gather,
+                                  context.activation_bytes_per_microbatch());
+    }
   }
+  double optimizer_parameters = 0, rank_parameters = 0;  // the largest share any rank updates
   for (int stage = 0; stage < p.pp; ++stage) {
     const double parameters = stage_parameters[static_cast<size_t>(stage)];
     double sharded = parameters;
+    double seconds = 0;
     if (p.dp * p.cp > 1) {
       const auto dp_group = group({ParallelDim::cp, ParallelDim::dp}, stage);
-      const double bytes = parameters * element_bytes;
-      double seconds = 0;
-      switch (p.data_parallel) {
-        case DataParallelKind::ddp:
-          seconds = call_seconds(dp_group, CollectiveOp::all_reduce, bytes);
-          break;
-        case DataParallelKind::zero1:
-        case DataParallelKind::fsdp:
-          seconds = call_seconds(dp_group, CollectiveOp::reduce_scatter, bytes) +
-                    call_seconds(dp_group, CollectiveOp::all_gather, bytes);
-          sharded /= static_cast<double>(p.dp) * p.cp;
-          break;
+      const double bytes = parameters * gradient_bytes;
+      if (p.data_parallel == DataParallelKind::ddp) {
+        seconds = call_seconds(dp_group, CollectiveOp::all_reduce, bytes);
+      } else {
+        seconds = call_seconds(dp_group, CollectiveOp::reduce_scatter, bytes) +
+                  call_seconds(dp_group, CollectiveOp::all_gather, parameters * element_bytes);
+        sharded /= static_cast<double>(p.dp) * p.cp;
       }
-      data_parallel_s_ = std::max(data_parallel_s_, seconds);
     }
+    if (s.workload.model.tied_embeddings && p.pp > 1 && (stage == 0 || stage == p.pp - 1)) {
+      seconds += call_seconds({group({}, 0).front(), group({}, p.pp - 1).front()},
+                              CollectiveOp::all_reduce,
+                              embedding_parameters(context) / p.tp * gradient_bytes);
+    }
+    if (p.pp * p.dp > 1) {
+      seconds += call_seconds(group({ParallelDim::pp, ParallelDim::dp}, stage),
+                              CollectiveOp::all_reduce, 8);
+    }
+    data_parallel_s_ = std::max(data_parallel_s_, seconds);
     optimizer_parameters = std::max(optimizer_parameters, sharded);
+    rank_parameters = std::max(rank_parameters, parameters);
   }
-  optimizer_ = {optimizer_step(optimizer_parameters), s.workload.precision, 1};
+  optimizer_ = optimizer_step(optimizer_parameters, gradient_bytes,
+                              static_cast<int>(element_bytes));
+  zero_gradients_ = zero_gradients(rank_parameters, gradient_bytes);
 }
 
-double StepEstimate::pass_seconds(const PassCost& pass, const GpuSpec& gpu) const {
-  double seconds = pass.communication_s;
-  for (const TimedKernel& k : pass.kernels) seconds += k.count * kernel_seconds(k.work, gpu, k.precision);
-  return seconds;
+double StepEstimate::pass_seconds(const PassCost& pass, const GpuSpec& gpu,
+                                  const HostSpec& host) const {
+  // As issue_in_order in the job builder: the device waits for the host's launches.
+  double host_s = 0, device_s = 0;
+  const auto& items = pass.items;
+  for (size_t i = 0; i < items.size(); ++i) {
+    const PassItemCost& item = items[i];
+    double seconds = item.communication_s;
+    if (seconds < 0) {
+      seconds = kernel_seconds(item.work, gpu, item.precision);
+    } else if (tp_comm_overlap_) {
+      const size_t gemm = item.overlapped ? i + 1 : i - 1;
+      if ((item.overlapped ? i + 1 < items.size() : i > 0) && items[gemm].communication_s < 0 &&
+          items[gemm].work.kernel_class == KernelClass::gemm) {
+        seconds = std::max(0.0, seconds - kernel_seconds(items[gemm].work, gpu,
+                                                         items[gemm].precision));
+      }
+    }
+    host_s += host.kernel_launch_s;
+    device_s = std::max(device_s, host_s) + seconds;
+  }
+  return device_s;
 }
 
-double StepEstimate::seconds(const GpuSpec& gpu) const {
+double StepEstimate::seconds(const GpuSpec& gpu, const HostSpec& host) const {
   std::vector<double> forward_s, backward_s;
-  for (const auto& pass : forward_) forward_s.push_back(pass_seconds(pass, gpu));
-  for (const auto& pass : backward_) backward_s.push_back(pass_seconds(pass, gpu));
-  const double optimizer_s = kernel_seconds(optimizer_.work, gpu, optimizer_.precision);
-  return pipeline_makespan(schedule_, pp_, virtual_stages_, microbatches_, forward_s, backward_s,
+  for (const auto& pass : forward_) forward_s.push_back(pass_seconds(pass, gpu, host));
+  for (const auto& pass : backward_) backward_s.push_back(pass_seconds(pass, gpu, host));
+  const double optimizer_s = std::max(host.kernel_launch_s, kernel_seconds(optimizer_, gpu, precision_)) +
+                             std::max(host.kernel_launch_s, kernel_seconds(zero_gradients_, gpu, precision_));
+  return host.step_s +
+         pipeline_makespan(schedule_, pp_, virtual_stages_, microbatches_, forward_s, backward_s,
                            transfer_s_) +
          data_parallel_s_ + optimizer_s;
 }

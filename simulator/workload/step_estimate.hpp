@@ -9,40 +9,45 @@
 namespace prismsim {
 
 /// Closed-form duration of one training step of a transformer workload, for calibration: each pass
-/// of virtual stage v takes the sum of its kernel times and of its tensor/context-parallel
-/// collectives (cost model, no contention); passes follow the pipeline schedule
-/// (pipeline_makespan) with point-to-point transfers at route latency plus bytes over the route's
-/// narrowest link; then the data-parallel gradient collectives, not overlapped (one all-reduce for
-/// DDP, one reduce-scatter and one all-gather of all parameters for ZeRO-1 and, as an
-/// approximation, for FSDP), and the optimizer. It matches the simulator for DDP and ZeRO-1 jobs
-/// without overlap, one gradient bucket and analytic layer collectives when the network has no
-/// contention. Kernel shapes are built once; seconds() re-times them for any compute-model
-/// parameters.
+/// of virtual stage v runs its kernels and tensor/context-parallel collectives (cost model, no
+/// contention) in order as the host issues them (one kernel_launch each, the device idle while
+/// the host is behind); passes follow the pipeline schedule (pipeline_makespan) with
+/// point-to-point transfers at route latency plus bytes over the route's narrowest link (and the
+/// receiver's all-gather of a scatter-gather transfer); then the data-parallel gradient
+/// collectives, not overlapped (one all-reduce for DDP, one reduce-scatter and one all-gather of
+/// all parameters for ZeRO and, as an approximation, for FSDP), the tied-embedding and
+/// gradient-norm all-reduces, the optimizer and the host's per-step time. It matches the
+/// simulator for DDP and ZeRO jobs without overlap, one gradient bucket and analytic layer
+/// collectives when the network has no contention. Kernel shapes are built once; seconds()
+/// re-times them for any compute-model and host parameters.
 class StepEstimate {
  public:
   StepEstimate(const Scenario& scenario, const Topology& topology);
 
-  /// The step's duration with `gpu`'s compute model.
-  double seconds(const GpuSpec& gpu) const;
+  /// The step's duration with `gpu`'s compute model and `host`'s costs.
+  double seconds(const GpuSpec& gpu, const HostSpec& host) const;
 
  private:
-  struct TimedKernel {
+  /// A kernel of a pass in issue order, or an analytic collective (work unused).
+  struct PassItemCost {
     KernelWork work;
     Precision precision = Precision::bf16;
-    double count = 1;  ///< identical kernels of the pass (same layer repeated)
+    double communication_s = -1;  ///< >= 0: an analytic collective of this cost
+    bool overlapped = false;      ///< a collective hidden behind its GEMM (tp_comm_overlap)
   };
   struct PassCost {
-    std::vector<TimedKernel> kernels;
-    double communication_s = 0;
+    std::vector<PassItemCost> items;
   };
-  double pass_seconds(const PassCost& pass, const GpuSpec& gpu) const;
+  double pass_seconds(const PassCost& pass, const GpuSpec& gpu, const HostSpec& host) const;
 
   PipelineSchedule schedule_;
   int pp_ = 1, virtual_stages_ = 1, microbatches_ = 1;
+  bool tp_comm_overlap_ = false;
   std::vector<PassCost> forward_, backward_;  ///< per virtual stage
   double transfer_s_ = 0;
-  double data_parallel_s_ = 0;   ///< slowest stage's gradient collectives
-  TimedKernel optimizer_;          ///< of the stage with the most parameters to update
+  double data_parallel_s_ = 0;   ///< slowest stage's gradient collectives and fixed all-reduces
+  KernelWork optimizer_, zero_gradients_;  ///< of the stage with the most parameters to update
+  Precision precision_ = Precision::bf16;
 };
 
 }  // namespace prismsim

@@ -1,6 +1,7 @@
 #include "workload/transformer_job.hpp"
 
 #include <algorithm>
+#include <limits>
 #include <map>
 #include <numeric>
 #include <stdexcept>
@@ -11,6 +12,7 @@
 #include <fmt/format.h>
 
 #include "collectives/cost_model.hpp"
+#include "config/framework.hpp"
 #include "workload/compute_model.hpp"
 #include "workload/pipeline_schedule.hpp"
 
@@ -77,6 +79,7 @@ LayerContext layer_context(const Scenario& s) {
   c.microbatch = s.workload.microbatch;
   c.recompute = s.parallelism.recompute;
   c.activation_bytes = bytes_per_element(s.workload.precision);
+  c.pipeline_transfer = s.parallelism.pipeline_transfer;
   return c;
 }
 
@@ -122,6 +125,54 @@ struct LayerGroups {
   std::string key() const { return tp_key + "|" + cp_key; }
 };
 
+/// A rank's data-parallel communicators. A communicator carries one call at a time, so
+/// collectives that run concurrently on different streams use different groups of the same ranks.
+struct DataParallelGroups {
+  GroupId reduce;  ///< gradient all-reduce or reduce-scatter (over the FSDP shard group)
+  GroupId gather;  ///< parameter all-gather: FSDP's own communicator, else `reduce`
+  std::optional<GroupId> replicate;  ///< HSDP: gradient all-reduce across the model's replicas
+  double shard_ranks = 1;            ///< ranks that share the sharded state
+};
+
+/// Kernels of one segment as the host issues them: a kernel starts when the host has launched it
+/// (kernel_launch_s each, one after the other, from the segment's start) and the previous kernel
+/// has finished. Where the device would wait for the host, an idle entry of that length goes
+/// before the kernel.
+void issue_in_order(Segment& segment, double kernel_launch_s) {
+  double host_s = 0, device_s = 0;
+  std::vector<Kernel> issued;
+  issued.reserve(segment.kernels.size());
+  segment.seconds = 0;
+  for (Kernel& kernel : segment.kernels) {
+    host_s += kernel_launch_s;
+    if (host_s > device_s) {
+      issued.push_back({"host_launch", KernelClass::idle, host_s - device_s});
+      device_s = host_s;
+    }
+    device_s += kernel.seconds;
+    issued.push_back(std::move(kernel));
+  }
+  segment.kernels.clear();
+  for (Kernel& kernel : issued) segment.add(std::move(kernel));
+}
+
+/// Tensor-parallel collectives overlapped with a GEMM next to them (an all-gather with the GEMM
+/// that consumes it, a reduce-scatter or all-reduce with the one that produced it): each costs
+/// only what its GEMM does not hide.
+void overlap_layer_collectives(Segment& segment) {
+  auto& k = segment.kernels;
+  for (size_t i = 0; i < k.size(); ++i) {
+    if (k[i].kernel_class != KernelClass::communication) continue;
+    const bool gather = k[i].name.find("all_gather") != std::string::npos;
+    const size_t gemm = gather ? i + 1 : i - 1;
+    if ((gather && i + 1 < k.size()) || (!gather && i > 0)) {
+      if (k[gemm].kernel_class == KernelClass::gemm) {
+        k[i].seconds = std::max(0.0, k[i].seconds - k[gemm].seconds);
+      }
+    }
+  }
+}
+
 class TransformerJobBuilder {
  public:
   TransformerJobBuilder(const Scenario& s, const Topology& topology)
@@ -129,7 +180,8 @@ class TransformerJobBuilder {
         context_(layer_context(s)), layers_(split_layers(s.parallelism, s.workload.model.layers)),
         microbatches_(microbatches_per_replica(s)),
         gemm_precision_(s.workload.fp8_gemms ? Precision::fp8 : s.workload.precision),
-        element_bytes_(bytes_per_element(s.workload.precision)) {}
+        element_bytes_(bytes_per_element(s.workload.precision)),
+        gradient_bytes_(bytes_per_element(s.parallelism.gradient_reduce_precision)) {}
 
   Job build();
 
@@ -140,14 +192,24 @@ class TransformerJobBuilder {
   /// The GPUs of `group`'s members, in group order.
   std::vector<int> gpus_of(GroupId group) const;
   void build_groups();
+  void build_data_parallel_groups();
   const std::vector<PassUnit>& units(bool forward, int vs);
+  /// The ops of `items` (kernels fused into segments named `name`), cached under `key`.
+  const std::vector<OpTemplate>& templates_of(const std::string& key, const std::string& name,
+                                              const std::vector<const PassItem*>& items,
+                                              const LayerGroups& groups);
+  /// The ops of units [begin, end) of a forward or backward pass of virtual stage `vs`.
   const std::vector<OpTemplate>& templates(bool forward, int vs, size_t begin, size_t end,
                                            const LayerGroups& groups);
+  /// A segment of its own for one memory-bound kernel (the optimizer's).
+  SegmentId single_kernel_segment(const std::string& name, const KernelWork& work);
   double kernel_time(const KernelWork& work) const;
   double analytic_seconds(const PassItem& item, const LayerGroups& groups);
   void emit(std::vector<Op>& stream, const std::vector<OpTemplate>& ops,
             const LayerGroups& groups, int microbatch) const;
   std::shared_ptr<Program> rank_program(int rank);
+  /// Elements of gradients per bucket for this rank's stage and model chunk.
+  double bucket_elements(int stage, int chunk) const;
 
   const Scenario& s_;
   const ParallelismSpec& p_;
@@ -159,12 +221,15 @@ class TransformerJobBuilder {
   bool network_ = false;
   Precision gemm_precision_;
   int element_bytes_;
+  int gradient_bytes_;  ///< per gradient element, as reduced and accumulated
   Job job_;
-  std::vector<LayerGroups> layer_groups_;        ///< per rank
-  /// Per rank: the data-parallel gradient group and a second communicator (FSDP), if any.
-  std::vector<std::optional<std::array<GroupId, 2>>> dp_groups_;
+  std::vector<LayerGroups> layer_groups_;                       ///< per rank
+  std::vector<std::optional<DataParallelGroups>> dp_groups_;    ///< per rank
+  std::vector<std::optional<GroupId>> norm_group_;       ///< per rank: the gradient-norm group
+  std::vector<std::optional<GroupId>> embedding_group_;  ///< per rank: tied embedding gradients
   std::map<std::pair<bool, int>, std::vector<PassUnit>> units_;
   std::map<std::string, std::vector<OpTemplate>> templates_;
+  std::map<std::string, SegmentId> single_segments_;
   std::map<std::tuple<int, double, std::string>, double> analytic_;
 };
 
@@ -194,10 +259,10 @@ std::string TransformerJobBuilder::group_key(std::optional<GroupId> group) const
 void TransformerJobBuilder::build_groups() {
   const int ranks = grid_.ranks();
   layer_groups_.assign(static_cast<size_t>(ranks), {});
-  dp_groups_.assign(static_cast<size_t>(ranks), std::nullopt);
+  norm_group_.assign(static_cast<size_t>(ranks), std::nullopt);
+  embedding_group_.assign(static_cast<size_t>(ranks), std::nullopt);
   auto leader = [](const std::vector<int>& m, int rank) { return m.front() == rank; };
-  const bool dp_collectives = p_.dp * p_.cp > 1;
-  const bool two_communicators = p_.data_parallel == DataParallelKind::fsdp;
+  const bool tied = s_.workload.model.tied_embeddings && p_.pp > 1;
   for (int rank = 0; rank < ranks; ++rank) {
     if (p_.tp > 1) {
       auto m = grid_.group(rank, {ParallelDim::tp});
@@ -213,15 +278,26 @@ void TransformerJobBuilder::build_groups() {
         for (int r : m) layer_groups_[static_cast<size_t>(r)].cp = g;
       }
     }
-    if (dp_collectives) {
-      auto m = grid_.group(rank, {ParallelDim::cp, ParallelDim::dp});
+    // The gradient norm for clipping: one number reduced over every stage and replica (the
+    // ranks of one tensor/context position; its other positions reduce the same in lockstep).
+    if (p_.pp * p_.dp > 1) {
+      auto m = grid_.group(rank, {ParallelDim::pp, ParallelDim::dp});
       if (leader(m, rank)) {
-        const GroupId g = add_group(m, two_communicators ? "dp_gather" : "dp");
-        const GroupId second = two_communicators ? add_group(m, "dp_reduce") : g;
-        for (int r : m) dp_groups_[static_cast<size_t>(r)] = std::array{g, second};
+        const GroupId g = add_group(m, "norm");
+        for (int r : m) norm_group_[static_cast<size_t>(r)] = g;
       }
     }
+    // Tied embeddings: the first and the last stage hold the same weight.
+    auto c = grid_.coords(rank);
+    if (tied && c[static_cast<size_t>(ParallelDim::pp)] == 0) {
+      c[static_cast<size_t>(ParallelDim::pp)] = p_.pp - 1;
+      const int last = grid_.rank(c);
+      const GroupId g = add_group({rank, last}, "embedding");
+      embedding_group_[static_cast<size_t>(rank)] = g;
+      embedding_group_[static_cast<size_t>(last)] = g;
+    }
   }
+  build_data_parallel_groups();
   if (network_) return;
   std::map<std::optional<GroupId>, std::string> keys;
   auto key_of = [&](std::optional<GroupId> group) -> const std::string& {
@@ -232,6 +308,44 @@ void TransformerJobBuilder::build_groups() {
   for (auto& groups : layer_groups_) {
     groups.tp_key = key_of(groups.tp);
     groups.cp_key = key_of(groups.cp);
+  }
+}
+
+void TransformerJobBuilder::build_data_parallel_groups() {
+  const int ranks = grid_.ranks();
+  dp_groups_.assign(static_cast<size_t>(ranks), std::nullopt);
+  if (p_.dp * p_.cp == 1) return;
+  const bool fsdp = p_.data_parallel == DataParallelKind::fsdp;
+  // HSDP: data-parallel coordinate d is shard d % shard of replica d / shard.
+  const int replicas = fsdp ? p_.fsdp_replicas : 1;
+  const int shard = p_.dp / replicas;
+  auto dp_of = [&](int rank) { return grid_.coords(rank)[static_cast<size_t>(ParallelDim::dp)]; };
+  for (int rank = 0; rank < ranks; ++rank) {
+    auto all = grid_.group(rank, {ParallelDim::cp, ParallelDim::dp});
+    if (all.front() != rank) continue;
+    // Every shard group of this tensor/pipeline position, then every replicate group.
+    std::vector<std::vector<int>> shards(static_cast<size_t>(replicas));
+    std::vector<std::vector<int>> copies(static_cast<size_t>(replicas > 1 ? shard * p_.cp : 0));
+    for (int r : all) {
+      const int d = dp_of(r);
+      shards[static_cast<size_t>(d / shard)].push_back(r);
+      if (replicas > 1) {
+        const int position = grid_.coords(r)[static_cast<size_t>(ParallelDim::cp)] * shard +
+                             d % shard;
+        copies[static_cast<size_t>(position)].push_back(r);
+      }
+    }
+    for (const auto& members : shards) {
+      DataParallelGroups g;
+      g.reduce = add_group(members, fsdp ? "dp_reduce" : "dp");
+      g.gather = fsdp ? add_group(members, "dp_gather") : g.reduce;
+      g.shard_ranks = static_cast<double>(members.size());
+      for (int r : members) dp_groups_[static_cast<size_t>(r)] = g;
+    }
+    for (const auto& members : copies) {
+      const GroupId replicate = add_group(members, "dp_replicate");
+      for (int r : members) dp_groups_[static_cast<size_t>(r)]->replicate = replicate;
+    }
   }
 }
 
@@ -253,9 +367,42 @@ double TransformerJobBuilder::analytic_seconds(const PassItem& item, const Layer
                                    tp ? groups.tp_key : groups.cp_key);
   auto it = analytic_.find(key);
   if (it != analytic_.end()) return it->second;
-  const double seconds = predicted_call_seconds(gpus_of(*(tp ? groups.tp : groups.cp)), topology_, s_.platform, item.op, item.bytes,
-                                                s_.engine.collective_algorithm);
+  const double seconds =
+      predicted_call_seconds(gpus_of(*(tp ? groups.tp : groups.cp)), topology_, s_.platform,
+                             item.op, item.bytes, s_.engine.collective_algorithm);
   return analytic_.emplace(key, seconds).first->second;
+}
+
+const std::vector<OpTemplate>& TransformerJobBuilder::templates_of(
+    const std::string& key, const std::string& name, const std::vector<const PassItem*>& items,
+    const LayerGroups& groups) {
+  auto [it, added] = templates_.try_emplace(key);
+  if (!added) return it->second;
+  std::vector<OpTemplate>& ops = it->second;
+  Segment segment;
+  auto flush = [&] {
+    if (segment.kernels.empty()) return;
+    segment.name = name;
+    if (p_.tp_comm_overlap) overlap_layer_collectives(segment);
+    issue_in_order(segment, s_.host.kernel_launch_s);
+    job_.segments.push_back(std::move(segment));
+    segment = Segment{};
+    ops.push_back(SegmentId(job_.segments.size() - 1));
+  };
+  for (const PassItem* item : items) {
+    if (item->kind == PassItem::Kind::kernel) {
+      segment.add({item->work.name, item->work.kernel_class, kernel_time(item->work)});
+    } else if (!network_) {
+      const GroupId group = *(item->group == LayerGroup::tp ? groups.tp : groups.cp);
+      segment.add({item->name, KernelClass::communication, analytic_seconds(*item, groups),
+                   topology_.scope_of(gpus_of(group)), item->bytes});
+    } else {
+      flush();
+      ops.push_back(CollectiveTemplate{item->op, item->bytes, item->group});
+    }
+  }
+  flush();
+  return ops;
 }
 
 const std::vector<OpTemplate>& TransformerJobBuilder::templates(bool forward, int vs,
@@ -263,37 +410,31 @@ const std::vector<OpTemplate>& TransformerJobBuilder::templates(bool forward, in
                                                                 const LayerGroups& groups) {
   const std::string key =
       fmt::format("{}{}:{}-{}:{}", forward ? 'f' : 'b', vs, begin, end, groups.key());
-  auto [it, added] = templates_.try_emplace(key);
-  if (!added) return it->second;
-  std::vector<OpTemplate>& ops = it->second;
+  if (auto it = templates_.find(key); it != templates_.end()) return it->second;
   const StageLayers& layers = layers_[static_cast<size_t>(vs)];
   const std::string name = fmt::format("{} layers {}-{}", forward ? "forward" : "backward",
                                        layers.first, layers.first + layers.count - 1);
-  Segment segment;
-  auto flush = [&] {
-    if (segment.kernels.empty()) return;
-    segment.name = name;
-    job_.segments.push_back(std::move(segment));
-    segment = Segment{};
-    ops.push_back(SegmentId(job_.segments.size() - 1));
-  };
+  std::vector<const PassItem*> items;
   const auto& all = units(forward, vs);
   for (size_t u = begin; u < end; ++u) {
-    for (const PassItem& item : all[u].items) {
-      if (item.kind == PassItem::Kind::kernel) {
-        segment.add({item.work.name, item.work.kernel_class, kernel_time(item.work)});
-      } else if (!network_) {
-        const GroupId group = *(item.group == LayerGroup::tp ? groups.tp : groups.cp);
-        segment.add({item.name, KernelClass::communication, analytic_seconds(item, groups),
-                     topology_.scope_of(gpus_of(group)), item.bytes});
-      } else {
-        flush();
-        ops.push_back(CollectiveTemplate{item.op, item.bytes, item.group});
-      }
-    }
+    for (const PassItem& item : all[u].items) items.push_back(&item);
   }
-  flush();
-  return ops;
+  return templates_of(key, name, items, groups);
+}
+
+SegmentId TransformerJobBuilder::single_kernel_segment(const std::string& name,
+                                                       const KernelWork& work) {
+  const std::string key = fmt::format("{}:{}:{}", name, work.name, work.bytes);
+  auto [it, added] = single_segments_.try_emplace(key);
+  if (added) {
+    Segment segment;
+    segment.name = name;
+    segment.add({work.name, work.kernel_class, kernel_time(work)});
+    issue_in_order(segment, s_.host.kernel_launch_s);
+    job_.segments.push_back(std::move(segment));
+    it->second = SegmentId(job_.segments.size() - 1);
+  }
+  return it->second;
 }
 
 void TransformerJobBuilder::emit(std::vector<Op>& stream, const std::vector<OpTemplate>& ops,
@@ -310,6 +451,19 @@ void TransformerJobBuilder::emit(std::vector<Op>& stream, const std::vector<OpTe
   }
 }
 
+double TransformerJobBuilder::bucket_elements(int stage, int chunk) const {
+  const FrameworkPreset& f = framework_preset(p_.framework);
+  // Megatron buckets only while it overlaps the reduction, and only on the first stage's first
+  // chunk ("data-parallel communication on these stages is not on the critical path").
+  const bool megatron = p_.framework == Framework::megatron_lm;
+  const bool bucketed = !megatron || (p_.overlap_gradient_reduce &&
+                                      (p_.buckets_on_every_stage || (stage == 0 && chunk == 0)));
+  if (!bucketed) return std::numeric_limits<double>::infinity();
+  if (p_.gradient_bucket_bytes > 0) return p_.gradient_bucket_bytes / element_bytes_;
+  return std::max(f.bucket_elements,
+                  f.bucket_elements_per_rank * static_cast<double>(p_.dp) * p_.cp);
+}
+
 std::shared_ptr<Program> TransformerJobBuilder::rank_program(int rank) {
   auto program = std::make_shared<Program>();
   const auto coords = grid_.coords(rank);
@@ -318,14 +472,22 @@ std::shared_ptr<Program> TransformerJobBuilder::rank_program(int rank) {
   const int v = p_.virtual_stages;
   const int last_vs = pp * v - 1;
   const LayerGroups& groups = layer_groups_[static_cast<size_t>(rank)];
-  const auto& dp_groups = dp_groups_[static_cast<size_t>(rank)];
-  const bool dp_collectives = dp_groups.has_value();
-  const GroupId dp_group = dp_collectives ? (*dp_groups)[0] : GroupId();
-  const GroupId dp_second = dp_collectives ? (*dp_groups)[1] : GroupId();
+  const std::optional<DataParallelGroups>& dp = dp_groups_[static_cast<size_t>(rank)];
   auto collective = [](CollectiveOp op, double bytes, GroupId group) {
     return ops::Collective{op, bytes, group, 0, std::nullopt};
   };
   const auto passes = pipeline_passes(p_.schedule, pp, v, microbatches_, stage);
+  const DataParallelKind kind = p_.data_parallel;
+  const bool fsdp = dp && kind == DataParallelKind::fsdp;
+  const bool zero2 = dp && kind == DataParallelKind::zero2;
+  const bool overlap = dp && !fsdp && p_.overlap_gradient_reduce;
+  const bool gather_ahead = dp && kind == DataParallelKind::zero1 && p_.overlap_param_gather;
+  // Stream 0 computes, with the tensor/context-parallel and pipeline communication (Megatron's
+  // default stream); DDP and ZeRO reduce (and gather ahead) on stream 1 while it does; FSDP
+  // gathers on stream 1 and reduces on stream 2.
+  program->streams.resize(fsdp ? 3 : overlap || gather_ahead ? 2 : 1);
+  std::vector<Op>& compute = program->streams[0];
+  if (s_.host.step_s > 0) compute.push_back(ops::ComputeFor{s_.host.step_s});
 
   // The rank that runs virtual stage vs for the same slice of the model and data.
   auto stage_rank = [&](int vs) {
@@ -334,89 +496,156 @@ std::shared_ptr<Program> TransformerJobBuilder::rank_program(int rank) {
     return grid_.rank(c);
   };
   const double transfer_bytes = context_.pipeline_transfer_bytes();
-  // The last backward pass of each chunk: its gradients are final.
+  // A scatter-gather transfer: the receiver all-gathers the activation over its TP group.
+  PassItem pipeline_gather;
+  pipeline_gather.kind = PassItem::Kind::collective;
+  pipeline_gather.op = CollectiveOp::all_gather;
+  pipeline_gather.bytes = context_.activation_bytes_per_microbatch();
+  pipeline_gather.name = "tp_all_gather_pipeline";
+  // The first forward and the last backward pass of each chunk.
+  std::vector<size_t> first_forward(static_cast<size_t>(v), passes.size());
   std::vector<size_t> last_backward(static_cast<size_t>(v), 0);
+  for (size_t i = passes.size(); i-- > 0;) {
+    if (passes[i].forward) first_forward[static_cast<size_t>(passes[i].chunk)] = i;
+  }
   for (size_t i = 0; i < passes.size(); ++i) {
     if (!passes[i].forward) last_backward[static_cast<size_t>(passes[i].chunk)] = i;
   }
 
-  const bool fsdp = dp_collectives && p_.data_parallel == DataParallelKind::fsdp;
-  const bool overlap = dp_collectives && !fsdp && p_.overlap_gradient_reduce;
-  // Stream 0 computes; DDP and ZeRO-1 reduce on stream 1 while it does; FSDP gathers on stream 1
-  // and reduces on stream 2.
-  program->streams.resize(fsdp ? 3 : overlap ? 2 : 1);
-  std::vector<Op>& compute = program->streams[0];
   const CollectiveOp gradient_op =
-      p_.data_parallel == DataParallelKind::ddp ? CollectiveOp::all_reduce
-                                                : CollectiveOp::reduce_scatter;
-  const double dp_size = static_cast<double>(p_.dp) * p_.cp;
-  const double bucket_elements =
-      p_.gradient_bucket_bytes > 0 ? p_.gradient_bucket_bytes / element_bytes_
-                                   : std::max(40e6, 1e6 * dp_size);
-  std::vector<double> buckets;  // gradient bytes, in the order they become ready
+      kind == DataParallelKind::ddp ? CollectiveOp::all_reduce : CollectiveOp::reduce_scatter;
+  // Gradient buckets, in the order they become ready; reduced on stream 1 as they close when
+  // overlapped, else after the last backward pass.
+  std::vector<double> buckets;
   double pending_elements = 0;
-  auto close_bucket = [&] {
+  auto close_bucket = [&](bool inline_reduce) {
     if (pending_elements <= 0) return;
-    buckets.push_back(pending_elements * element_bytes_);
+    const double bytes = pending_elements * gradient_bytes_;
     pending_elements = 0;
     if (overlap) {
       const EventId event = program->add_event();
       compute.push_back(ops::Record{event});
       auto& comm = program->streams[1];
       comm.push_back(ops::Wait{event});
-      comm.push_back(collective(gradient_op, buckets.back(), dp_group));
+      comm.push_back(collective(gradient_op, bytes, dp->reduce));
+    } else if (inline_reduce) {
+      compute.push_back(collective(gradient_op, bytes, dp->reduce));
+    } else {
+      buckets.push_back(bytes);
     }
   };
-  std::optional<EventId> previous_started;  // FSDP: a unit's gather waits for the previous unit
   double rank_parameters = 0;
   for (int c = 0; c < v; ++c) {
-    for (const PassUnit& unit : units(true, virtual_stage(c, stage, pp))) rank_parameters += unit.parameters;
+    for (const PassUnit& unit : units(true, virtual_stage(c, stage, pp))) {
+      rank_parameters += unit.parameters;
+    }
   }
 
+  // ZeRO-1 with the parameter gather overlapped: at the step's start stream 1 all-gathers each
+  // chunk's parameters bucket by bucket in forward order, and the first forward pass of the chunk
+  // waits for a bucket before its first layer.
+  std::map<std::pair<int, size_t>, EventId> bucket_gathered;  // (chunk, first unit) -> event
+  if (gather_ahead) {
+    // The gathers of a step wait for the previous step's optimizer (compute starts the step).
+    const EventId step_started = program->add_event();
+    compute.push_back(ops::Record{step_started});
+    program->streams[1].push_back(ops::Wait{step_started});
+    for (int c = 0; c < v; ++c) {
+      const auto& forward_units = units(true, virtual_stage(c, stage, pp));
+      const double per_bucket = bucket_elements(stage, c);
+      double elements = 0;
+      size_t first = 0;
+      for (size_t u = 0; u < forward_units.size(); ++u) {
+        elements += forward_units[u].parameters;
+        if (elements < per_bucket && u + 1 < forward_units.size()) continue;
+        const EventId gathered = program->add_event();
+        program->streams[1].push_back(
+            collective(CollectiveOp::all_gather, elements * element_bytes_, dp->reduce));
+        program->streams[1].push_back(ops::Record{gathered});
+        bucket_gathered[{c, first}] = gathered;
+        elements = 0;
+        first = u + 1;
+      }
+    }
+  }
+
+  // FSDP: parameters gathered from the first forward to the last backward when neither the
+  // forward frees them nor a gradient reduction per microbatch does.
+  const bool keep_gathered = !p_.reshard_after_forward && !p_.reduce_every_microbatch;
+  std::optional<EventId> previous_started;  // FSDP: a unit's gather waits for the previous unit
   for (size_t i = 0; i < passes.size(); ++i) {
     const PipelinePass& pass = passes[i];
     const int vs = virtual_stage(pass.chunk, stage, pp);
+    const size_t chunk = static_cast<size_t>(pass.chunk);
     const bool receives = pass.forward ? vs > 0 : vs < last_vs;
     const bool sends = pass.forward ? vs < last_vs : vs > 0;
     if (receives) {
       compute.push_back(ops::Recv{stage_rank(pass.forward ? vs - 1 : vs + 1), transfer_bytes,
                                   pass.microbatch});
+      if (context_.pipeline_gathers()) {
+        emit(compute,
+             templates_of(fmt::format("gather:{}", groups.key()), "pipeline all-gather",
+                          {&pipeline_gather}, groups),
+             groups, pass.microbatch);
+      }
     }
     const auto& pass_units = units(pass.forward, vs);
     if (fsdp) {
       // Each unit's weights are gathered just before use (the next gather overlaps this unit),
       // and its gradients reduce-scattered after its backward, on two more streams.
+      const bool gathers = pass.forward ? !keep_gathered || i == first_forward[chunk]
+                                        : p_.reshard_after_forward;
+      const bool reduces = !pass.forward && (p_.reduce_every_microbatch || i == last_backward[chunk]);
       for (size_t u = 0; u < pass_units.size(); ++u) {
-        const EventId gathered = program->add_event();
-        const EventId started = program->add_event();
-        auto& gather = program->streams[1];
-        if (previous_started) gather.push_back(ops::Wait{*previous_started});
-        previous_started = started;
-        gather.push_back(collective(CollectiveOp::all_gather,
-                                    pass_units[u].parameters * element_bytes_, dp_group));
-        gather.push_back(ops::Record{gathered});
-        compute.push_back(ops::Wait{gathered});
-        compute.push_back(ops::Record{started});
+        const double unit_elements = pass_units[u].parameters;
+        if (gathers) {
+          const EventId gathered = program->add_event();
+          const EventId started = program->add_event();
+          auto& gather = program->streams[1];
+          if (previous_started) gather.push_back(ops::Wait{*previous_started});
+          previous_started = started;
+          gather.push_back(collective(CollectiveOp::all_gather, unit_elements * element_bytes_,
+                                      dp->gather));
+          gather.push_back(ops::Record{gathered});
+          compute.push_back(ops::Wait{gathered});
+          compute.push_back(ops::Record{started});
+        }
         emit(compute, templates(pass.forward, vs, u, u + 1, groups), groups, pass.microbatch);
-        if (!pass.forward) {
+        if (reduces) {
           const EventId ready = program->add_event();
           compute.push_back(ops::Record{ready});
           auto& reduce = program->streams[2];
           reduce.push_back(ops::Wait{ready});
-          reduce.push_back(collective(CollectiveOp::reduce_scatter,
-                                      pass_units[u].parameters * element_bytes_, dp_second));
+          reduce.push_back(collective(CollectiveOp::reduce_scatter, unit_elements * gradient_bytes_,
+                                      dp->reduce));
+          if (dp->replicate) {
+            reduce.push_back(collective(CollectiveOp::all_reduce,
+                                        unit_elements * gradient_bytes_ / dp->shard_ranks,
+                                        *dp->replicate));
+          }
         }
       }
-    } else if (dp_collectives && !pass.forward && i == last_backward[static_cast<size_t>(pass.chunk)]) {
-      // Gradients of this chunk are final unit by unit: fill buckets as they become ready.
+    } else if (dp && !pass.forward && (zero2 || i == last_backward[chunk])) {
+      // Gradients become final unit by unit: fill buckets as they become ready (ZeRO-2 reduces
+      // every microbatch's, at once when not overlapped).
+      const double per_bucket = bucket_elements(stage, pass.chunk);
       size_t begin = 0;
       for (size_t u = 0; u < pass_units.size(); ++u) {
         pending_elements += pass_units[u].parameters;
-        if (pending_elements >= bucket_elements || u + 1 == pass_units.size()) {
+        if (pending_elements >= per_bucket || u + 1 == pass_units.size()) {
           emit(compute, templates(false, vs, begin, u + 1, groups), groups, pass.microbatch);
           begin = u + 1;
-          close_bucket();
+          close_bucket(zero2);
         }
+      }
+    } else if (gather_ahead && i == first_forward[chunk]) {
+      size_t begin = 0;
+      for (size_t u = 0; u <= pass_units.size(); ++u) {
+        const auto it = bucket_gathered.find({pass.chunk, u});
+        if (it == bucket_gathered.end() && u < pass_units.size()) continue;
+        if (u > begin) emit(compute, templates(true, vs, begin, u, groups), groups, pass.microbatch);
+        if (it != bucket_gathered.end()) compute.push_back(ops::Wait{it->second});
+        begin = u;
       }
     } else {
       emit(compute, templates(pass.forward, vs, 0, pass_units.size(), groups), groups,
@@ -424,42 +653,44 @@ std::shared_ptr<Program> TransformerJobBuilder::rank_program(int rank) {
     }
     if (sends) {
       compute.push_back(ops::Send{stage_rank(pass.forward ? vs + 1 : vs - 1), transfer_bytes,
-                                  pass.microbatch});
+                                  pass.microbatch, p_.blocking_pipeline_sends});
     }
   }
 
-  // Gradients reduced, then the optimizer on this rank's share of the parameters.
+  // Gradients reduced; the tied embedding's gradient summed over the first and last stages; the
+  // gradient norm; then the optimizer on this rank's share of the parameters.
   double optimizer_parameters = rank_parameters;
   if (fsdp) {
     const EventId reduced = program->add_event();
     program->streams[2].push_back(ops::Record{reduced});
     compute.push_back(ops::Wait{reduced});
-    optimizer_parameters /= dp_size;
-  } else if (dp_collectives) {
+    optimizer_parameters /= dp->shard_ranks;
+  } else if (dp) {
     if (overlap) {
       const EventId reduced = program->add_event();
       program->streams[1].push_back(ops::Record{reduced});
       compute.push_back(ops::Wait{reduced});
-    } else {
-      for (double bytes : buckets) compute.push_back(collective(gradient_op, bytes, dp_group));
     }
-    if (p_.data_parallel == DataParallelKind::zero1) optimizer_parameters /= dp_size;
+    for (double bytes : buckets) compute.push_back(collective(gradient_op, bytes, dp->reduce));
+    if (kind != DataParallelKind::ddp) optimizer_parameters /= dp->shard_ranks;
   }
-  const std::string key = fmt::format("optimizer:{}", optimizer_parameters);
-  auto [it, added] = templates_.try_emplace(key);
-  if (added) {
-    Segment segment;
-    segment.name = "optimizer";
-    const KernelWork work = optimizer_step(optimizer_parameters);
-    segment.add({work.name, work.kernel_class, kernel_time(work)});
-    job_.segments.push_back(std::move(segment));
-    it->second.push_back(SegmentId(job_.segments.size() - 1));
+  if (const auto& embedding = embedding_group_[static_cast<size_t>(rank)]) {
+    compute.push_back(collective(CollectiveOp::all_reduce,
+                                 embedding_parameters(context_) / p_.tp * gradient_bytes_,
+                                 *embedding));
   }
-  emit(compute, it->second, groups, -1);
-  if (dp_collectives && p_.data_parallel == DataParallelKind::zero1) {
+  if (const auto& norm = norm_group_[static_cast<size_t>(rank)]) {
+    compute.push_back(collective(CollectiveOp::all_reduce, 8, *norm));
+  }
+  emit(compute,
+       {single_kernel_segment("optimizer", optimizer_step(optimizer_parameters, gradient_bytes_,
+                                                          element_bytes_)),
+        single_kernel_segment("optimizer", zero_gradients(rank_parameters, gradient_bytes_))},
+       groups, -1);
+  if (dp && (kind == DataParallelKind::zero1 || zero2) && !gather_ahead) {
     // Every replica needs the updated parameters of every shard.
     compute.push_back(
-        collective(CollectiveOp::all_gather, rank_parameters * element_bytes_, dp_group));
+        collective(CollectiveOp::all_gather, rank_parameters * element_bytes_, dp->reduce));
   }
   return program;
 }

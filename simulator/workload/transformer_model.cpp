@@ -105,9 +105,18 @@ void attention_forward(std::vector<PassItem>& items, const LayerContext& c, cons
     return;
   }
   const double batch = b * s.heads;
+  const double scores = batch * q_len * kv_len;
   items.push_back(kernel(gemm("attention_scores", q_len, kv_len, s.head_dim, s.e, batch)));
-  // Scale, mask, softmax and dropout over the score matrix.
-  items.push_back(kernel(memory_bound("softmax_dropout", batch * q_len * kv_len * (4 * s.e + 1))));
+  if (fused_softmax(c)) {
+    // Scale, mask and softmax in one kernel, then dropout.
+    items.push_back(kernel(memory_bound("softmax", 2 * scores * s.e)));
+    items.push_back(kernel(memory_bound("dropout", scores * (2 * s.e + 1))));
+  } else {
+    // PyTorch's softmax in fp32 between the scale and mask, and the dropout, each a pass.
+    items.push_back(kernel(memory_bound("scale_mask", scores * (2 * s.e + 1))));
+    items.push_back(kernel(memory_bound("softmax_fp32", scores * (s.e + 4 + 4 + s.e))));
+    items.push_back(kernel(memory_bound("dropout", scores * (2 * s.e + 1))));
+  }
   items.push_back(kernel(gemm("attention_values", q_len, s.head_dim, kv_len, s.e, batch)));
 }
 
@@ -128,8 +137,14 @@ void attention_backward(std::vector<PassItem>& items, const LayerContext& c, con
     const double batch = b * s.heads;
     items.push_back(kernel(gemm("attention_values_dgrad", q_len, kv_len, s.head_dim, s.e, batch)));
     items.push_back(kernel(gemm("attention_values_wgrad", kv_len, s.head_dim, q_len, s.e, batch)));
-    items.push_back(kernel(memory_bound("softmax_dropout_backward",
-                                        batch * q_len * kv_len * (3 * s.e + 1))));
+    const double scores = batch * q_len * kv_len;
+    items.push_back(kernel(memory_bound("dropout_backward", scores * (2 * s.e + 1))));
+    if (fused_softmax(c)) {
+      items.push_back(kernel(memory_bound("softmax_backward", scores * 3 * s.e)));
+    } else {
+      items.push_back(kernel(memory_bound("softmax_fp32_backward", scores * (s.e + 12))));
+      items.push_back(kernel(memory_bound("scale_mask_backward", scores * (4 + s.e))));
+    }
     items.push_back(kernel(gemm("attention_scores_dgrad_q", q_len, s.head_dim, kv_len, s.e, batch)));
     items.push_back(kernel(gemm("attention_scores_dgrad_k", kv_len, s.head_dim, q_len, s.e, batch)));
   }
@@ -149,6 +164,11 @@ void linear_backward(std::vector<PassItem>& items, const char* name, double toke
 }
 
 }  // namespace
+
+bool fused_softmax(const LayerContext& c) {
+  const int64_t local_heads = c.model.heads / c.tp;
+  return c.microbatch * local_heads % 4 == 0 && c.model.sequence > 16 && c.model.sequence <= 16384;
+}
 
 double LayerContext::padded_vocab() const {
   const double multiple = 128.0 * tp;
@@ -247,8 +267,12 @@ std::vector<PassItem> head_forward(const LayerContext& c) {
   // Vocabulary-parallel cross-entropy on fp32 logits: max, sum of exponentials, target logit.
   items.push_back(kernel(memory_bound("cross_entropy", s.tokens * vocab * (s.e + 8))));
   if (c.tp > 1) {
-    items.push_back(collective(CollectiveOp::all_reduce, 3 * 4 * s.tokens, LayerGroup::tp,
-                               "tp_all_reduce_loss"));
+    // Megatron's vocab-parallel cross-entropy: the logits' maximum, the target logit and the sum
+    // of exponentials are all-reduced one after the other, one fp32 value per token each.
+    for (const char* name : {"tp_all_reduce_logits_max", "tp_all_reduce_target_logit",
+                             "tp_all_reduce_exp_sum"}) {
+      items.push_back(collective(CollectiveOp::all_reduce, 4 * s.tokens, LayerGroup::tp, name));
+    }
   }
   return items;
 }
@@ -265,8 +289,14 @@ std::vector<PassItem> head_backward(const LayerContext& c) {
   return items;
 }
 
-KernelWork optimizer_step(double parameters) {
-  return memory_bound("adam_step", 36.0 * parameters, KernelClass::optimizer);
+KernelWork optimizer_step(double parameters, int gradient_bytes, int model_bytes) {
+  const double bytes = 4 + gradient_bytes + 8 + 12 + gradient_bytes + 4 + model_bytes;
+  return memory_bound("adam_step", bytes * parameters, KernelClass::optimizer);
+}
+
+KernelWork zero_gradients(double parameters, int gradient_bytes) {
+  return memory_bound("zero_gradients", static_cast<double>(gradient_bytes) * parameters,
+                      KernelClass::optimizer);
 }
 
 double layer_parameters(const TransformerSpec& m) {

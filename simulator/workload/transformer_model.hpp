@@ -30,6 +30,8 @@ struct LayerContext {
   int64_t microbatch = 1;
   Recompute recompute = Recompute::none;
   int activation_bytes = 2;  ///< per element of activations and weights (the workload precision)
+  /// Whether a pipeline stage sends 1/tp of its activation and the receiver all-gathers it.
+  PipelineTransfer pipeline_transfer = PipelineTransfer::full;
 
   /// Tokens of one microbatch on this rank (its context-parallel share of the sequence).
   double tokens() const {
@@ -37,15 +39,27 @@ struct LayerContext {
   }
   /// Tokens of element-wise work (divided among TP ranks with sequence parallelism).
   double elementwise_tokens() const { return sequence_parallel ? tokens() / tp : tokens(); }
-  /// Bytes one rank sends to the next pipeline stage per microbatch: the b x s x h activation
-  /// (its 1/tp share with sequence parallelism).
+  /// The b x s x h activation of the microbatch on this rank (its context-parallel share).
+  double activation_bytes_per_microbatch() const {
+    return tokens() * static_cast<double>(model.hidden) * activation_bytes;
+  }
+  /// Whether the receiving stage all-gathers the activation over its tensor-parallel group.
+  bool pipeline_gathers() const {
+    return tp > 1 && !sequence_parallel && pipeline_transfer == PipelineTransfer::scatter_gather;
+  }
+  /// Bytes one rank sends to the next pipeline stage per microbatch: the b x s x h activation,
+  /// or its 1/tp share with sequence parallelism or a scatter-gather transfer.
   double pipeline_transfer_bytes() const {
-    return tokens() * static_cast<double>(model.hidden) * activation_bytes /
-           (sequence_parallel ? tp : 1);
+    return activation_bytes_per_microbatch() / (sequence_parallel || pipeline_gathers() ? tp : 1);
   }
   /// The vocabulary padded to a multiple of 128 x tp, as Megatron pads it.
   double padded_vocab() const;
 };
+
+/// Whether unfused attention's scale-mask-softmax runs as Megatron's fused kernel, which needs
+/// the microbatch x local heads to be a multiple of 4 and 16 < sequence <= 16384
+/// (`FusedScaleMaskSoftmax.is_kernel_available`); otherwise PyTorch's softmax runs, in fp32.
+bool fused_softmax(const LayerContext& c);
 
 /// Forward of one transformer layer.
 std::vector<PassItem> layer_forward(const LayerContext& c);
@@ -56,9 +70,13 @@ std::vector<PassItem> embedding_forward(const LayerContext& c);
 std::vector<PassItem> embedding_backward(const LayerContext& c);
 std::vector<PassItem> head_forward(const LayerContext& c);
 std::vector<PassItem> head_backward(const LayerContext& c);
-/// Adam step over `parameters` (mixed precision: fp32 master weights, two moments, the gradient
-/// norm): memory-bound, 36 bytes of HBM traffic per parameter.
-KernelWork optimizer_step(double parameters);
+/// Adam over `parameters` in mixed precision, memory-bound: read the fp32 master weight, the
+/// gradient (`gradient_bytes` per element) and the two fp32 moments, write the weight and the
+/// moments back (16 + 12 bytes; with 4-byte gradients), read the gradient once more for its norm,
+/// copy the master weight into the model's (`model_bytes` per element).
+KernelWork optimizer_step(double parameters, int gradient_bytes, int model_bytes);
+/// Zeroing the gradient buffer of `parameters` before the next step.
+KernelWork zero_gradients(double parameters, int gradient_bytes);
 
 /// Parameters of one layer (whole, before tensor parallelism): attention and MLP weights and the
 /// two norms; biases are left out (under 0.1%).

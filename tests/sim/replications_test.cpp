@@ -78,3 +78,46 @@ TEST_CASE("a run that stops early keeps the steps it finished and reports why") 
     CHECK(run.error == "run " + std::to_string(run.run) + " failed after 1 of 2 step(s)");
   }
 }
+
+namespace {
+
+/// Rank 0 sends 1 MB to rank 1, then computes 0.5 s; rank 1 computes 0.2 s, then receives. Returns
+/// the step time (one engine per process: one call per test case).
+double send_then_compute(bool blocking) {
+  const Scenario s = two_gpu_scenario(1);
+  const Program sender{{{ops::Send{1, 1e6, std::nullopt, blocking}, ops::ComputeFor{0.5}}}};
+  const Program receiver{{{ops::ComputeFor{0.2}, ops::Recv{0, 1e6, std::nullopt}}}};
+  const Job job = pair_job(sender, receiver);
+  Simulation simulation(s, job);
+  const auto runs = run_replications(simulation, replications(1, nullptr), 1, 1);
+  REQUIRE(runs.front().ok);
+  return runs.front().step_times_s.front();
+}
+
+}  // namespace
+
+TEST_CASE("an asynchronous send lets its sender compute on") {
+  CHECK(send_then_compute(false) == Near{0.5, 1e-9});
+}
+
+TEST_CASE("a blocking send holds its sender until the receiver has the data") {
+  // The transfer takes 1 us + 1 ms once rank 1 is ready at 0.2 s; then rank 0 computes.
+  CHECK(send_then_compute(true) == Near{0.2 + 1e-6 + 1e6 / 1e9 + 0.5, 1e-9});
+}
+
+TEST_CASE("a blocking send batched with the receive that follows completes with it") {
+  // Rank 0 sends to rank 1 and receives from it, as Megatron's send_forward_recv_backward; rank 1
+  // does the same in the other order. Neither waits for its send before posting its receive, so
+  // the exchange cannot deadlock; each then computes 0.1 s.
+  const Scenario s = two_gpu_scenario(1);
+  const Program first{{{ops::Send{1, 1e6, std::nullopt, true}, ops::Recv{1, 1e6, std::nullopt},
+                        ops::ComputeFor{0.1}}}};
+  const Program second{{{ops::Recv{0, 1e6, std::nullopt}, ops::Send{0, 1e6, std::nullopt, true},
+                         ops::ComputeFor{0.1}}}};
+  const Job job = pair_job(first, second);
+  Simulation simulation(s, job);
+  const auto runs = run_replications(simulation, replications(1, nullptr), 1, 1);
+  REQUIRE(runs.front().ok);
+  // Rank 1's send starts once it has received rank 0's: two transfers one after the other.
+  CHECK(runs.front().step_times_s.front() == Near{2 * (1e-6 + 1e6 / 1e9) + 0.1, 1e-9});
+}

@@ -376,10 +376,13 @@ TEST_CASE("kernel time without overhead is the slower of compute and memory (roo
     a.bytes = 1e6;
     CHECK(kernel_seconds(a, gpu, Precision::bf16) == rel(1e12 / (1e15 * 0.5), 1e-12));
   }
-  SUBCASE("the optimizer moves 36 bytes per parameter") {
-    const KernelWork adam = optimizer_step(1e9);
+  SUBCASE("the optimizer moves 38 bytes per parameter with fp32 gradients and bf16 weights") {
+    // Read weight, gradient, two moments (16), write weight and moments (12), read the gradient
+    // for its norm (4), copy the weight into the bf16 model (4 + 2).
+    const KernelWork adam = optimizer_step(1e9, 4, 2);
     CHECK(adam.kernel_class == KernelClass::optimizer);
-    CHECK(kernel_seconds(adam, gpu, Precision::bf16) == rel(36e9 / 1.8e12, 1e-12));
+    CHECK(kernel_seconds(adam, gpu, Precision::bf16) == rel(38e9 / 1.8e12, 1e-12));
+    CHECK(zero_gradients(1e9, 4).bytes == 4e9);
   }
 }
 
@@ -852,42 +855,67 @@ int count_ops(const Program& program) {
 }  // namespace
 
 TEST_CASE("tiny-gpt on 16 GPUs: groups along each dimension and matched transfers") {
-  // tp 2, pp 2, dp 4: ranks are tp + 2 pp + 4 dp.
+  // tp 2, pp 2, dp 4 in Megatron-Core's order (tp-cp-dp-pp): ranks are tp + 2 dp + 8 pp.
   const Job job = tiny_job({});
   REQUIRE(job.rank_count() == 16);
   CHECK(count_groups(job, "tp") == 8);
   CHECK(count_groups(job, "dp") == 4);
-  CHECK(job.groups.size() == 12);
+  // The gradient norm is reduced over each tensor-parallel position's 8 ranks.
+  CHECK(count_groups(job, "norm") == 2);
+  CHECK(job.groups.size() == 14);
   for (const auto& g : job.groups) {
     CAPTURE(g.name);
     if (g.name == "tp") {
       REQUIRE(g.ranks.size() == 2);
       CHECK(g.ranks[0] % 2 == 0);
       CHECK(g.ranks[1] == g.ranks[0] + 1);
-    } else {
+    } else if (g.name == "dp") {
       REQUIRE(g.ranks.size() == 4);
-      for (size_t i = 1; i < 4; ++i) CHECK(g.ranks[i] == g.ranks[i - 1] + 4);
+      for (size_t i = 1; i < 4; ++i) CHECK(g.ranks[i] == g.ranks[i - 1] + 2);
+    } else {
+      REQUIRE(g.name == "norm");
+      CHECK(g.ranks.size() == 8);
     }
   }
   check_job_consistent(job);
-  // 16 / 4 = 4 microbatches per replica; stage 0 sends each forward to its stage-1 peer (rank + 2)
+  // 16 / 4 = 4 microbatches per replica; stage 0 sends each forward to its stage-1 peer (rank + 8)
   // and receives each backward; b s h x 2 bytes = 512 x 256 x 2.
   const Program& first = *job.program_of_rank[1];
   int sends = 0;
   for (const Op& op : first.streams[0]) {
     if (const auto* send = std::get_if<ops::Send>(&op)) {
-      CHECK(send->peer == 3);
+      CHECK(send->peer == 9);
       CHECK(send->bytes == 512.0 * 256 * 2);
+      CHECK(send->blocking);  // Megatron waits for its batched sends and receives
       ++sends;
     } else if (const auto* recv = std::get_if<ops::Recv>(&op)) {
-      CHECK(recv->peer == 3);
+      CHECK(recv->peer == 9);
       CHECK(recv->bytes == 512.0 * 256 * 2);
     }
   }
   CHECK(sends == 4);
   CHECK(count_ops<ops::Recv>(first) == 4);
-  // Overlapped DDP: a second stream reduces the gradients.
-  CHECK(first.streams.size() == 2);
+  // Megatron-LM's default: gradients reduced after the backward passes, on the compute stream.
+  CHECK(first.streams.size() == 1);
+}
+
+TEST_CASE("the host launches a segment's kernels one after the other; the GPU waits for it") {
+  // 20 us per launch: tiny-gpt's elementwise kernels are shorter, its GEMMs longer.
+  const Job job = tiny_job({"host.kernel_launch=20us"});
+  bool waited = false;
+  for (const Segment& segment : job.segments) {
+    CAPTURE(segment.name);
+    double host_s = 0, device_s = 0, kernels_s = 0;
+    for (const Kernel& k : segment.kernels) {
+      if (k.kernel_class == KernelClass::idle) continue;
+      host_s += 20e-6;
+      device_s = std::max(device_s, host_s) + k.seconds;
+      kernels_s += k.seconds;
+    }
+    CHECK(segment.seconds == rel(device_s));
+    waited |= device_s > kernels_s + 20e-6;
+  }
+  CHECK(waited);
 }
 
 TEST_CASE("jobs of every schedule and data-parallel kind are consistent") {
@@ -943,25 +971,29 @@ TEST_CASE("jobs of every schedule and data-parallel kind are consistent") {
   }
 }
 
-TEST_CASE("smaller gradient buckets give more data-parallel all-reduces of the same total") {
-  Scenario s;
-  const Job one = tiny_job({"parallelism.overlap_gradient_reduce=false"}, &s);
-  const Job many =
-      tiny_job({"parallelism.overlap_gradient_reduce=false", "parallelism.gradient_bucket=256KiB"});
-  auto dp_bytes = [](const Job& job, int rank, int* count) {
-    double total = 0;
-    *count = 0;
-    for (const auto& stream : job.program_of_rank[static_cast<size_t>(rank)]->streams) {
-      for (const Op& op : stream) {
-        const auto* call = std::get_if<ops::Collective>(&op);
-        if (call != nullptr && job.groups[call->group].name == "dp") {
-          total += call->bytes;
-          ++*count;
-        }
+/// Total bytes and count of rank `rank`'s data-parallel collectives of `job`.
+double dp_bytes(const Job& job, int rank, int* count) {
+  double total = 0;
+  *count = 0;
+  for (const auto& stream : job.program_of_rank[static_cast<size_t>(rank)]->streams) {
+    for (const Op& op : stream) {
+      const auto* call = std::get_if<ops::Collective>(&op);
+      if (call != nullptr && job.groups[call->group].name == "dp") {
+        total += call->bytes;
+        ++*count;
       }
     }
-    return total;
-  };
+  }
+  return total;
+}
+
+TEST_CASE("smaller gradient buckets give more data-parallel all-reduces of the same total") {
+  // DeepSpeed buckets gradients whether or not it overlaps their reduction, and reduces them in
+  // the workload's precision.
+  Scenario s;
+  const std::string deepspeed = "parallelism.framework=megatron-deepspeed";
+  const Job one = tiny_job({deepspeed}, &s);
+  const Job many = tiny_job({deepspeed, "parallelism.gradient_bucket=256KiB"});
   // Stage 0 of tp 2: half of 2 layers and half of the embedding, in bf16.
   const LayerContext c = layer_context(s);
   const double expected = (2 * layer_parameters(c.model) + embedding_parameters(c)) / 2 * 2;
@@ -970,6 +1002,24 @@ TEST_CASE("smaller gradient buckets give more data-parallel all-reduces of the s
   CHECK(dp_bytes(many, 0, &many_count) == rel(expected));
   CHECK(one_count == 1);
   CHECK(many_count > 1);
+}
+
+TEST_CASE("Megatron reduces bf16 gradients in fp32, in buckets only while overlapping them") {
+  Scenario s;
+  const Job after = tiny_job({"parallelism.gradient_bucket=256KiB"}, &s);
+  const Job overlapped = tiny_job({"parallelism.gradient_bucket=256KiB",
+                                   "parallelism.overlap_gradient_reduce=true"});
+  const LayerContext c = layer_context(s);
+  const double stage0 = (2 * layer_parameters(c.model) + embedding_parameters(c)) / 2;
+  CHECK(s.parallelism.gradient_reduce_precision == Precision::fp32);
+  int count = 0;
+  CHECK(dp_bytes(after, 0, &count) == rel(4 * stage0));
+  CHECK(count == 1);  // bucket_size None without overlap_grad_reduce
+  CHECK(dp_bytes(overlapped, 0, &count) == rel(4 * stage0));
+  CHECK(count > 1);  // the first stage's first chunk is bucketed
+  // Other stages reduce in one bucket ("not on the critical path").
+  CHECK(dp_bytes(overlapped, 8, &count) > 0);
+  CHECK(count == 1);
 }
 
 // ---------------------------------------------------------------------------------------------

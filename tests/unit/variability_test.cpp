@@ -26,7 +26,7 @@ const std::string kTinyGpt = PRISMSIM_SOURCE_DIR "/workloads/scenarios/tiny-gpt-
 /// analytically, so that each tensor-parallel pair runs in lockstep, and `variability`.
 Scenario tiny(const std::string& variability, std::vector<std::string> more = {}) {
   std::vector<std::string> overrides = {"engine.layer_collectives=analytic",
-                                        "variability=" + variability};
+                                        "variability=" + variability, "host.kernel_launch=0s"};
   overrides.insert(overrides.end(), more.begin(), more.end());
   return load_scenario(kTinyGpt, overrides);
 }
@@ -50,15 +50,19 @@ struct Fixture {
     }
     return nullptr;
   }
-  /// Nominal seconds of a compute op: its kernels, and its analytic collectives.
-  double compute_s(const Op* op) const { return nominal(op) - communication_s(op); }
+  /// Nominal seconds of a compute op: its kernels, the GPU's waits for the host, its analytic
+  /// collectives.
+  double compute_s(const Op* op) const {
+    return nominal(op) - communication_s(op) - of_class(op, KernelClass::idle);
+  }
   double nominal(const Op* op) const {
     return job.segments[std::get<ops::RunSegment>(*op).segment].seconds;
   }
-  double communication_s(const Op* op) const {
+  double communication_s(const Op* op) const { return of_class(op, KernelClass::communication); }
+  double of_class(const Op* op, KernelClass kernel_class) const {
     double seconds = 0;
     for (const Kernel& k : job.segments[std::get<ops::RunSegment>(*op).segment].kernels) {
-      if (k.kernel_class == KernelClass::communication) seconds += k.seconds;
+      if (k.kernel_class == kernel_class) seconds += k.seconds;
     }
     return seconds;
   }
@@ -209,10 +213,21 @@ TEST_CASE("a lockstep group's execution lasts as long as its slowest member's") 
         Near{1.5 * f.compute_s(op) + f.communication_s(op), 1e-12});
 }
 
+TEST_CASE("a slow GPU slows its kernels but not its waits for the host") {
+  // 1 ms per launch: the host is far behind the GPU, whose speed then changes only the kernels.
+  const Fixture f(tiny("{slow_nodes: [{node: 0, slowdown: 2}]}", {"host.kernel_launch=1ms"}));
+  const Op* op = f.first_compute(0);
+  const double idle = f.of_class(op, KernelClass::idle);
+  CHECK(idle > f.compute_s(op));
+  RunVariation run(f.model, 1);
+  CHECK(run.execute(0, {op}, 0, 0).seconds ==
+        Near{2 * f.compute_s(op) + idle + f.communication_s(op), 1e-12});
+}
+
 TEST_CASE("a slow node placed by grid coordinates slows the ranks on that node only") {
-  // Order [tp, cp, pp, dp]: rank = tp + 2 pp + 4 dp; replica 2's stage 0 starts at rank 8, GPU 8,
-  // the first GPU of node 1. Replicas 0 and 1 sit on node 0.
-  const Fixture f(tiny("{slow_nodes: [{stage: 0, replica: 2, slowdown: 2}]}"));
+  // Megatron's order [tp, cp, dp, pp]: rank = tp + 2 dp + 8 pp; replica 2's stage 1 is rank 12,
+  // GPU 12, on node 1, which holds all of stage 1; stage 0 sits on node 0.
+  const Fixture f(tiny("{slow_nodes: [{stage: 1, replica: 2, slowdown: 2}]}"));
   RunVariation run(f.model, 1);
   for (int rank : {0, 2, 4, 6}) {
     CHECK(run.execute(rank, {f.first_compute(rank)}, 0, 0).seconds ==
@@ -245,8 +260,8 @@ TEST_CASE("network regimes are drawn per step with their probabilities") {
 
 TEST_CASE("collective jitter is a slowdown drawn per call and shared by its members") {
   const Fixture f(tiny("{network: {jitter: {inter_node: {lognormal: {median: 1, sigma: 0.5}}}}}",
-                       {"engine.layer_collectives=network"}));
-  // The data-parallel groups span both nodes.
+                       {"engine.layer_collectives=network", "parallelism.order=[tp, cp, pp, dp]"}));
+  // With pipeline stages inside a node, the data-parallel groups span both nodes.
   std::optional<GroupId> found;
   for (size_t g = 0; g < f.job.groups.size(); ++g) {
     if (f.job.groups[GroupId(g)].name == "dp") found = GroupId(g);

@@ -1,0 +1,98 @@
+#include "config/framework.hpp"
+
+#include <cassert>
+
+namespace prismsim {
+namespace {
+
+using DP = DataParallelKind;
+using PD = ParallelDim;
+
+FrameworkPreset megatron_lm() {
+  FrameworkPreset f;
+  f.framework = Framework::megatron_lm;
+  f.name = "megatron-lm";
+  f.order = {PD::tp, PD::cp, PD::dp, PD::pp};  // Megatron-Core's "tp-cp-ep-dp-pp"
+  f.data_parallel_modes = {DP::ddp, DP::zero1, DP::fsdp};
+  f.pipeline_transfers = {PipelineTransfer::full};
+  f.blocking_pipeline_sends = true;      // batched isend/irecv, waited for
+  f.blocking_interleaved_sends = false;  // overlap_p2p_comm with the interleaved schedule
+  f.reduce_16bit_in_fp32 = true;         // accumulate_allreduce_grads_in_fp32 for bf16
+  f.buckets_on_every_stage = false;      // bucketing only on pp rank 0, first chunk
+  f.bucket_elements = 40e6;
+  f.bucket_elements_per_rank = 1e6;
+  f.has_tp_comm_overlap = true;  // Transformer Engine userbuffers
+  f.host = {8e-6, 0};
+  return f;
+}
+
+FrameworkPreset megatron_deepspeed() {
+  FrameworkPreset f;
+  f.framework = Framework::megatron_deepspeed;
+  f.name = "megatron-deepspeed";
+  f.order = {PD::tp, PD::cp, PD::dp, PD::pp};  // DeepSpeed's axes [pipe, data, model]
+  f.data_parallel_modes = {DP::ddp, DP::zero1, DP::zero2, DP::fsdp};
+  f.pipeline_transfers = {PipelineTransfer::scatter_gather, PipelineTransfer::full};
+  f.blocking_pipeline_sends = true;  // DeepSpeed's pipeline engine: dist.send / dist.recv
+  f.blocking_interleaved_sends = true;
+  f.bucket_elements = 5e8;  // MEMORY_OPT_ALLREDUCE_SIZE, reduce_bucket_size
+  f.host = {72.28e-6, 0};
+  return f;
+}
+
+FrameworkPreset torchtitan() {
+  FrameworkPreset f;
+  f.framework = Framework::torchtitan;
+  f.name = "torchtitan";
+  f.order = {PD::tp, PD::cp, PD::dp, PD::pp};  // mesh (pp, dp_replicate, dp_shard, cp, tp)
+  f.data_parallel_modes = {DP::fsdp, DP::ddp};
+  f.pipeline_transfers = {PipelineTransfer::full};
+  f.blocking_pipeline_sends = true;
+  f.blocking_interleaved_sends = true;
+  f.sequence_parallel = true;  // enable_sequence_parallel
+  f.overlap_gradient_reduce = true;  // torch DDP reduces buckets during the backward pass
+  f.reduce_16bit_in_fp32 = true;  // mixed_precision_reduce = float32
+  f.bucket_elements = 25e6 / 2;   // torch DDP's 25 MiB buckets of bf16 gradients
+  f.chooses_reshard_after_forward = true;
+  f.reshard_after_forward = true;           // "default": not pp_enabled
+  f.reshard_after_forward_with_pp = false;
+  f.has_hsdp = true;
+  f.has_tp_comm_overlap = true;  // async TP
+  f.host = {8e-6, 0};
+  return f;
+}
+
+}  // namespace
+
+const std::vector<std::string>& framework_names() {
+  static const std::vector<std::string> names = {"megatron-lm", "megatron-deepspeed",
+                                                 "torchtitan"};
+  return names;
+}
+
+const FrameworkPreset& framework_preset(Framework framework) {
+  static const FrameworkPreset presets[] = {megatron_lm(), megatron_deepspeed(), torchtitan()};
+  const FrameworkPreset& preset = presets[static_cast<size_t>(framework)];
+  assert(preset.framework == framework && "presets are in the order of the enum");
+  return preset;
+}
+
+const char* to_string(Framework framework) {
+  return framework_names()[static_cast<size_t>(framework)].c_str();
+}
+
+const char* to_string(DataParallelKind kind) {
+  switch (kind) {
+    case DP::ddp: return "ddp";
+    case DP::zero1: return "zero1";
+    case DP::zero2: return "zero2";
+    case DP::fsdp: return "fsdp";
+  }
+  return "?";
+}
+
+const char* to_string(PipelineTransfer transfer) {
+  return transfer == PipelineTransfer::full ? "full" : "scatter_gather";
+}
+
+}  // namespace prismsim

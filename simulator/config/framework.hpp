@@ -1,0 +1,46 @@
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "config/scenario.hpp"
+
+namespace prismsim {
+
+/// What a training framework does unless told otherwise, and what it lets a job choose. The
+/// sources each default follows are cited in docs/frameworks.md.
+struct FrameworkPreset {
+  Framework framework = Framework::megatron_lm;
+  const char* name = "";
+  /// Rank placement, innermost first (every framework puts data parallelism inside pipeline).
+  std::vector<ParallelDim> order;
+  std::vector<DataParallelKind> data_parallel_modes;  ///< the first is the default
+  std::vector<PipelineTransfer> pipeline_transfers;   ///< the first is the default
+  bool blocking_pipeline_sends = true;   ///< 1F1B and GPipe
+  bool blocking_interleaved_sends = true;  ///< the interleaved schedule (Megatron overlaps it)
+  bool sequence_parallel = false;        ///< default when tp > 1
+  bool overlap_gradient_reduce = false;
+  bool overlap_param_gather = false;
+  /// Gradients of a 16-bit model reduced in fp32 (else in the workload precision).
+  bool reduce_16bit_in_fp32 = false;
+  bool buckets_on_every_stage = true;
+  /// Default bucket in elements: max(bucket_elements, bucket_elements_per_rank x dp).
+  double bucket_elements = 0;
+  double bucket_elements_per_rank = 0;
+  bool fsdp_reduce_every_microbatch = true;
+  bool chooses_reshard_after_forward = false;  ///< FSDP2's reshard_after_forward is a choice
+  bool reshard_after_forward = true;           ///< default without pipeline parallelism
+  bool reshard_after_forward_with_pp = true;   ///< default with it
+  bool has_hsdp = false;
+  bool has_tp_comm_overlap = false;
+  HostSpec host;  ///< fitted host costs (docs/frameworks.md)
+};
+
+/// The names of the frameworks, in the order of the enum.
+const std::vector<std::string>& framework_names();
+const FrameworkPreset& framework_preset(Framework framework);
+const char* to_string(Framework framework);
+const char* to_string(DataParallelKind kind);
+const char* to_string(PipelineTransfer transfer);
+
+}  // namespace prismsim

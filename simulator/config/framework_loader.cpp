@@ -1,0 +1,136 @@
+#include "config/framework_loader.hpp"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "core/units.hpp"
+
+namespace prismsim {
+namespace {
+
+/// "a, b or c".
+std::string alternatives(const std::vector<std::string>& names) {
+  std::string out;
+  for (size_t i = 0; i < names.size(); ++i) {
+    out += i == 0 ? "" : i + 1 == names.size() ? " or " : ", ";
+    out += names[i];
+  }
+  return out;
+}
+
+/// Reports `key` as a setting `framework` does not have, when it was written.
+void refuse(MapReader& p, std::string_view key, const std::string& why) {
+  if (const ConfigNode* node = p.get(key, false)) p.diags().error(node->loc, why);
+}
+
+}  // namespace
+
+void read_framework_mechanics(MapReader& p, Scenario& s) {
+  ParallelismSpec& par = s.parallelism;
+  const FrameworkPreset& f = framework_preset(par.framework);
+  const std::string framework = fmt::format("framework '{}'", f.name);
+  const bool fsdp = par.data_parallel == DataParallelKind::fsdp;
+
+  if (std::find(f.data_parallel_modes.begin(), f.data_parallel_modes.end(), par.data_parallel) ==
+      f.data_parallel_modes.end()) {
+    std::vector<std::string> modes;
+    for (DataParallelKind kind : f.data_parallel_modes) modes.emplace_back(to_string(kind));
+    refuse(p, "data_parallel",
+           fmt::format("{} has no data_parallel '{}'; it has {}", framework,
+                       to_string(par.data_parallel), alternatives(modes)));
+  }
+
+  par.pipeline_transfer = f.pipeline_transfers.front();
+  assign(par.pipeline_transfer, p.choice("pipeline_transfer", false, {"full", "scatter_gather"}));
+  if (std::find(f.pipeline_transfers.begin(), f.pipeline_transfers.end(),
+                par.pipeline_transfer) == f.pipeline_transfers.end()) {
+    refuse(p, "pipeline_transfer",
+           fmt::format("{} sends whole activations between pipeline stages (full); "
+                       "'scatter_gather' is Megatron-DeepSpeed's (framework: megatron-deepspeed)",
+                       framework));
+  }
+
+  par.blocking_pipeline_sends = par.schedule == PipelineSchedule::interleaved
+                                    ? f.blocking_interleaved_sends
+                                    : f.blocking_pipeline_sends;
+  if (auto sends = p.choice("pipeline_sends", false, {"async", "blocking"})) {
+    par.blocking_pipeline_sends = *sends == 1;
+  }
+
+  par.overlap_param_gather = f.overlap_param_gather;
+  assign(par.overlap_param_gather, p.boolean("overlap_param_gather", false));
+  if (par.data_parallel != DataParallelKind::zero1) {
+    refuse(p, "overlap_param_gather",
+           fmt::format("'{}' applies to data_parallel zero1 (the distributed optimizer), not {}",
+                       p.path_of("overlap_param_gather"), to_string(par.data_parallel)));
+  }
+
+  par.reshard_after_forward = s.parallelism.pp > 1 ? f.reshard_after_forward_with_pp
+                                                   : f.reshard_after_forward;
+  assign(par.reshard_after_forward, p.boolean("reshard_after_forward", false));
+  if (!fsdp) {
+    refuse(p, "reshard_after_forward",
+           fmt::format("'{}' applies to data_parallel fsdp", p.path_of("reshard_after_forward")));
+  } else if (!f.chooses_reshard_after_forward) {
+    refuse(p, "reshard_after_forward",
+           fmt::format("{} always frees gathered parameters after the forward pass; "
+                       "reshard_after_forward is FSDP2's (framework: torchtitan)", framework));
+  }
+
+  assign(par.fsdp_replicas, p.integer("fsdp_replicas", false, 1, 1 << 20));
+  if (!fsdp) {
+    refuse(p, "fsdp_replicas",
+           fmt::format("'{}' applies to data_parallel fsdp", p.path_of("fsdp_replicas")));
+  } else if (!f.has_hsdp) {
+    refuse(p, "fsdp_replicas",
+           fmt::format("{} has no hybrid sharding (HSDP); fsdp_replicas is torchtitan's "
+                       "data_parallel_replicate_degree (framework: torchtitan)", framework));
+  } else if (par.dp % par.fsdp_replicas != 0) {
+    refuse(p, "fsdp_replicas",
+           fmt::format("'{}' {} does not divide dp {}", p.path_of("fsdp_replicas"),
+                       par.fsdp_replicas, par.dp));
+  }
+
+  const Precision precision = s.workload.precision;
+  par.gradient_reduce_precision =
+      f.reduce_16bit_in_fp32 && precision == Precision::bf16 ? Precision::fp32 : precision;
+  assign(par.gradient_reduce_precision,
+         p.choice("gradient_reduce_precision", false, {"fp32", "tf32", "bf16", "fp16", "fp8"}));
+
+  par.reduce_every_microbatch =
+      (fsdp || par.data_parallel == DataParallelKind::zero2) && f.fsdp_reduce_every_microbatch;
+  if (auto sync = p.choice("gradient_sync", false, {"last_microbatch", "every_microbatch"})) {
+    par.reduce_every_microbatch = *sync == 1;
+  }
+  if (par.data_parallel == DataParallelKind::zero2 && !par.reduce_every_microbatch) {
+    refuse(p, "gradient_sync",
+           "data_parallel zero2 keeps only its shard of the gradients: it reduces every "
+           "microbatch");
+  }
+
+  par.buckets_on_every_stage = f.buckets_on_every_stage;
+  if (auto buckets = p.choice("gradient_buckets", false, {"every_stage", "first_stage"})) {
+    par.buckets_on_every_stage = *buckets == 0;
+  }
+
+  assign(par.tp_comm_overlap, p.boolean("tp_comm_overlap", false));
+  if (par.tp_comm_overlap && !f.has_tp_comm_overlap) {
+    refuse(p, "tp_comm_overlap",
+           fmt::format("{} does not overlap tensor-parallel collectives with GEMMs", framework));
+  } else if (par.tp_comm_overlap && par.tp < 2) {
+    refuse(p, "tp_comm_overlap", fmt::format("'{}' needs tp > 1", p.path_of("tp_comm_overlap")));
+  }
+}
+
+void read_host(MapReader& r, Scenario& s) {
+  s.host = framework_preset(s.parallelism.framework).host;
+  const ConfigNode* node = r.map("host", false);
+  if (node == nullptr) return;
+  MapReader h(*node, "host", r.diags());
+  assign(s.host.kernel_launch_s, h.quantity("kernel_launch", false, units::parse_duration));
+  assign(s.host.step_s, h.quantity("step", false, units::parse_duration));
+  h.finish();
+}
+
+}  // namespace prismsim
