@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "collectives/collective.hpp"
+#include "config/training_spec.hpp"
 #include "config/variability_spec.hpp"
 #include "core/diagnostics.hpp"
 
@@ -239,6 +240,8 @@ struct Scenario {
   SimulationSpec simulation;
   EngineSpec engine;
   VariabilitySpec variability;
+  TrainLengthSpec train;       ///< simulation.train: the whole run's length (docs/training.md)
+  ResilienceSpec resilience;   ///< failures, recovery, checkpointing of the whole run
 };
 
 }  // namespace prismsim
