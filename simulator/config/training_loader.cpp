@@ -183,7 +183,6 @@ void read_failures(MapReader& parent, ResilienceSpec& s) {
       s.rate_scale = *v;
     }
   }
-  assign(s.detect_s, time_distribution_at(r, "detect"));
   std::set<std::string> names;
   if (const ConfigNode* list = r.list("components", true)) {
     for (size_t i = 0; i < list->items.size(); ++i) {
@@ -203,6 +202,7 @@ void read_recovery(MapReader& parent, ResilienceSpec& s) {
   const ConfigNode* node = parent.map("recovery", false);
   if (node == nullptr) return;
   MapReader r(*node, parent.path_of("recovery"), parent.diags());
+  assign(s.detect_s, time_distribution_at(r, "detect"));
   assign(s.restart_s, time_distribution_at(r, "restart"));
   if (const ConfigNode* spares = r.get("spares", false)) s.spares_loc = spares->loc;
   assign(s.spares, r.integer("spares", false, 0));

@@ -44,7 +44,8 @@ struct FailureComponentSpec {
   /// leaf switch: the nodes below it; a rack: its nodes; the job: none).
   int nodes_down = -1;
   bool has_detect = false;
-  DistributionSpec detect_s;  ///< time from the failure to its detection, s (default: section's)
+  /// Time from the failure to its detection, s (default: resilience.recovery.detect).
+  DistributionSpec detect_s;
   DistributionSpec slowdown = DistributionSpec::constant_at(1);  ///< degrade: step-time factor
   SourceLoc loc;
 };
