@@ -435,7 +435,7 @@ void check_training(Scenario& s, Diagnostics& diags) {
     if (per_replica % per_node != 0) {
       diags.error(res.elastic_loc,
                   fmt::format("'resilience.recovery.elastic' needs whole nodes per data-parallel "
-                              "replica; a replica here has {} GPUs on nodes of {}",
+                              "replica; a replica here has {} GPU(s), on nodes of {}",
                               per_replica, per_node));
     }
     if (res.elastic_replicas.front() >= s.parallelism.dp) {
