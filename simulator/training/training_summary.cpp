@@ -19,7 +19,8 @@ Interval wilson_interval(int hits, int n) {
   const double denominator = 1 + z * z / n;
   const double centre = (p + z * z / (2.0 * n)) / denominator;
   const double half = z * std::sqrt(p * (1 - p) / n + z * z / (4.0 * n * n)) / denominator;
-  return {std::max(0.0, centre - half), std::min(1.0, centre + half)};
+  return {hits == 0 ? 0.0 : std::max(0.0, centre - half),
+          hits == n ? 1.0 : std::min(1.0, centre + half)};
 }
 
 }  // namespace
