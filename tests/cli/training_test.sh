@@ -55,5 +55,25 @@ same "sweep.json has them" true \
 same "lost work grows with the interval" true \
   "$(json_get "$tmp/s/sweep.json" "[p['training']['fraction_lost_work'] for p in d['points'] if p['values']['resilience.recovery.spares'] == '4'] == sorted(p['training']['fraction_lost_work'] for p in d['points'] if p['values']['resilience.recovery.spares'] == '4')")"
 
+# Plots, when a python3 with matplotlib is there.
+python=
+for candidate in ${PYTHON:-} python3 /usr/bin/python3; do
+  if command -v "$candidate" >/dev/null 2>&1 && "$candidate" -c "import matplotlib" 2>/dev/null; then
+    python=$candidate
+    break
+  fi
+done
+if [ -n "$python" ]; then
+  expect "training plot" 0 "$python" scripts/plot.py training "$tmp/a"
+  same "training plot written" "$tmp/a/training.png" "$(cat "$tmp/out")"
+  expect "training plot of an until run" 0 "$python" scripts/plot.py training "$tmp/u"
+  expect "goodput plot" 0 "$python" scripts/plot.py goodput "$tmp/s/sweep.csv" \
+    --x resilience.checkpoint.interval --series resilience.recovery.spares -o "$tmp/g.png"
+  same "goodput plot written" "$tmp/g.png" "$(cat "$tmp/out")"
+  expect "no whole run to plot" 2 "$python" scripts/plot.py training "$tmp/c"
+else
+  echo "SKIP plots: no python3 with matplotlib"
+fi
+
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]
