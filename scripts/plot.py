@@ -844,6 +844,8 @@ def command_training(args):
     ordered = sorted(values)
     marks = ordered + [d["deadline_s"] for d in training.get("deadlines", [])
                        if not until and isinstance(d.get("deadline_s"), (int, float))]
+    if not until and isinstance(training.get("failure_free_s"), (int, float)):
+        marks.append(training["failure_free_s"])
     limits = [x / factor for x in padded_limits(marks)]
     draw_cdf(ax, values, factor, limits, color="tab:blue", linewidth=1.8,
              label=f"{len(values)} replications")
@@ -928,12 +930,18 @@ def command_goodput(args):
     if categories:
         ax.set_xticks(range(len(categories)))
         ax.set_xticklabels(categories)
-    elif args.log_x:
-        ax.set_xscale("log")
+    else:
+        if args.log_x:
+            ax.set_xscale("log")
+        distinct = sorted({x for x in xs if x > 0 or not args.log_x})
+        if len(distinct) <= 12:  # mark the swept values themselves
+            ax.set_xticks(distinct)
+            ax.set_xticklabels([format_tick(x) for x in distinct])
+            ax.minorticks_off()
     ax.set_xlabel(args.x + (f" ({x_unit})" if x_unit else ""))
     ax.set_ylabel("goodput (useful training time / wall time)")
     ax.grid(True, alpha=0.3)
-    ax.legend(fontsize=9)
+    ax.legend(fontsize=9, loc="best")
     ax.set_title(f"goodput against {args.x}  ({os.path.basename(args.csv)})", fontsize=11)
     fig.tight_layout()
     save(fig, output)
