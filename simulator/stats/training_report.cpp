@@ -255,7 +255,7 @@ std::vector<std::string> training_sweep_cells(const TrainingReport& r) {
       number(s.goodput.mean),             number(s.goodput.p50),
       number(s.goodput.min),              number(s.work_steps.mean),
       number(s.interruptions.mean)};
-  for (int i = 1; i < kTimeCauses; ++i) cells.push_back(number(s.mean_fraction[static_cast<size_t>(i)]));
+  for (size_t i = 1; i < s.mean_fraction.size(); ++i) cells.push_back(number(s.mean_fraction[i]));
   const bool reference = s.reference.young_interval_s > 0;
   cells.push_back(reference ? number(s.reference.young_interval_s) : "");
   cells.push_back(reference ? number(s.reference.daly_interval_s) : "");

@@ -89,8 +89,8 @@ Model build_model(const TrainingPlan& plan) {
     m.size_replicas.push_back(set.replicas);
     // Whole nodes: a size needs ceil(replicas x nodes / full replicas) of them.
     const int64_t full = plan.shape.replicas;
-    m.size_nodes.push_back(
-        static_cast<int>((static_cast<int64_t>(set.replicas) * plan.shape.nodes + full - 1) / full));
+    const int64_t nodes = static_cast<int64_t>(set.replicas) * plan.shape.nodes;
+    m.size_nodes.push_back(static_cast<int>((nodes + full - 1) / full));
   }
   m.interval_steps = checkpoint_interval_steps(plan);
   m.pool_nodes = plan.shape.nodes + r.spares;
@@ -129,8 +129,9 @@ double& at(Bucket& b, TimeCause cause) { return b.time_s[static_cast<size_t>(cau
 class Replication {
  public:
   Replication(const Model& model, int replication)
-      : m_(model), spec_(model.plan->resilience), seed_(run_seed(model.plan->seed,
-                                                                 static_cast<uint64_t>(replication))) {
+      : m_(model),
+        spec_(model.plan->resilience),
+        seed_(run_seed(model.plan->seed, static_cast<uint64_t>(replication))) {
     out_.replication = replication;
     out_.seed = seed_;
     out_.failures_by_component.assign(m_.components.size(), 0);
@@ -154,7 +155,10 @@ class Replication {
   }
   uint64_t draw(Purpose purpose, uint64_t index) const { return rnd::word(key(purpose), index); }
 
-  double factor() const { return degrade_factor_ * (writing_ ? spec_.checkpoint.async_slowdown : 1); }
+  /// Wall time per second of steps at full speed.
+  double factor() const {
+    return degrade_factor_ * (writing_ ? spec_.checkpoint.async_slowdown : 1);
+  }
   double phase_end_s() const;
   void advance(double t);
   void start_segment();
@@ -373,7 +377,9 @@ void Replication::request_drain() {
 
 void Replication::update_degradation() {
   degrade_factor_ = 1;
-  for (const Degradation& d : degradations_) degrade_factor_ = std::max(degrade_factor_, d.slowdown);
+  for (const Degradation& d : degradations_) {
+    degrade_factor_ = std::max(degrade_factor_, d.slowdown);
+  }
 }
 
 void Replication::remove_nodes(int nodes, uint64_t failure) {
@@ -529,8 +535,8 @@ void Replication::on_arrival() {
   const size_t c = static_cast<size_t>(
       std::upper_bound(m_.cumulative_share.begin(), m_.cumulative_share.end(), pick) -
       m_.cumulative_share.begin());
-  const Component& component = m_.components[std::min(c, m_.components.size() - 1)];
   const size_t which = std::min(c, m_.components.size() - 1);
+  const Component& component = m_.components[which];
   // Failures hit a job that runs or restarts; a hung or waiting job takes no new ones. A smaller
   // job (elastic) has proportionally fewer units that can fail.
   if (phase_ == Phase::detecting || phase_ == Phase::waiting) return;
@@ -584,7 +590,8 @@ void Replication::finish(bool finished) {
   out_.wall_s = now_;
   out_.time_s = committed_.time_s;
   out_.steps_run = committed_.steps;
-  out_.work_steps = static_cast<double>(committed_.work) / static_cast<double>(m_.size_replicas.front());
+  out_.work_steps =
+      static_cast<double>(committed_.work) / static_cast<double>(m_.size_replicas.front());
   done_ = true;
 }
 

@@ -24,7 +24,6 @@ struct JobShape {
   int64_t units(FailureUnit per) const;
   /// Nodes one failure of a `per` unit takes out of service (before any override).
   int nodes_down(FailureUnit per) const;
-  int nodes_per_replica() const { return nodes / replicas; }
 };
 
 /// Everything one whole-run study needs.

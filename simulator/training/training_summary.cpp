@@ -94,7 +94,7 @@ TrainingSummary summarize_training(const TrainingPlan& plan,
     s.mean_degradations += o.degradations;
     s.mean_checkpoints += o.checkpoints;
     s.mean_elastic_restarts += o.elastic_restarts;
-    for (int i = 0; i < kTimeCauses; ++i) s.mean_time_s[static_cast<size_t>(i)] += o.time_s[static_cast<size_t>(i)];
+    for (size_t i = 0; i < s.mean_time_s.size(); ++i) s.mean_time_s[i] += o.time_s[i];
     for (size_t i = 0; i < failures.size(); ++i) failures[i] += o.failures_by_component[i];
     wall_total += o.wall_s;
   }

@@ -153,9 +153,9 @@ TEST_CASE("sums of many steps follow the exact bootstrap sum (the normal approxi
 }
 
 TEST_CASE("the number of interruptions is Poisson with the configured rate") {
-  // 20,000 s of wall time, 4 nodes x 0.25 per 1,000 s... as one per-node component of rate
-  // 1/16,000 s on 16 nodes: 1 per 1,000 s, so 20 interruptions on average; detection and
-  // restart take no time, so the job always holds its nodes.
+  // 20,000 s of wall time, a per-node component of rate 1/16,000 s on 16 nodes: one failure per
+  // 1,000 s, so 20 interruptions on average; detection and restart take no time, so the job
+  // always holds its nodes.
   TrainingPlan plan = plan_with_step(1, 0, 4000);
   plan.length.kind = TrainLengthSpec::Kind::until;
   plan.length.until_s = 20'000;
@@ -264,8 +264,8 @@ TEST_CASE("a longer checkpoint interval never reduces lost work") {
     CAPTURE(interval);
     sync_checkpoints(plan, interval, 20);
     const auto outcomes = simulate_training(plan, 2);
-    const double lost =
-        mean_of(outcomes, [](const ReplicationOutcome& o) { return time_of(o, TimeCause::lost_work); });
+    const double lost = mean_of(
+        outcomes, [](const ReplicationOutcome& o) { return time_of(o, TimeCause::lost_work); });
     CHECK(lost >= previous);
     previous = lost;
   }
