@@ -8,6 +8,8 @@ usage:
   plot.py sweep SWEEP.csv --x COLUMN [--series COLUMN] [--metric step_time|job_time]
                 [--log-x] [-o FILE.png]
   plot.py calibration CALIBRATION.json [--out DIR]
+  plot.py training OUTDIR [-o FILE.png]
+  plot.py goodput SWEEP.csv --x COLUMN [--series COLUMN] [--log-x] [-o FILE.png]
 
 OUTDIR, DIR_A and DIR_B are `prismsim run --out` directories (runs.csv, summary.json);
 SWEEP.csv is what `prismsim sweep` writes; CALIBRATION.json is what `prismsim calibrate
@@ -798,6 +800,153 @@ class Parser(argparse.ArgumentParser):
         sys.exit(2)
 
 
+# --------------------------------------------------------------------------- whole runs
+
+CAUSES = ("checkpoint", "lost_work", "detection", "restart", "waiting_for_spares", "slow",
+          "reduced_replicas")
+DAY = 86400.0
+
+
+def duration_unit(values):
+    """("d", 86400) or a shorter unit, for durations of up to weeks."""
+    finite = [abs(v) for v in values if v is not None and math.isfinite(v)]
+    largest = max(finite) if finite else 1.0
+    if largest >= 2 * DAY:
+        return "d", DAY
+    return time_unit(finite)
+
+
+def command_training(args):
+    """The training-time CDF of a whole run and where the wall time went."""
+    if not os.path.isdir(args.outdir):
+        raise InputError(f"no such directory: '{args.outdir}'")
+    summary = read_json(os.path.join(args.outdir, "summary.json"), "summary")
+    training = summary.get("training")
+    if not isinstance(training, dict):
+        raise InputError(f"'{args.outdir}/summary.json' has no 'training' section (the scenario "
+                         f"has no simulation.train)")
+    path = os.path.join(args.outdir, "training.csv")
+    _, rows = read_csv(path, ("finished", "wall_s", "goodput", "work_steps"), "training file")
+    until = "training_time_s" not in training
+    if until:
+        values = [to_float(r["work_steps"], path, line, "work_steps") for line, r in rows]
+        unit, factor, label = "steps", 1.0, "full-size steps of work done"
+    else:
+        values = [to_float(r["wall_s"], path, line, "wall_s") for line, r in rows
+                  if r["finished"] == "1"]
+        if not values:
+            raise InputError(f"'{path}' has no finished replication")
+        unit, factor = duration_unit(values)
+        label = "total training time"
+    output = args.output or os.path.join(args.outdir, "training.png")
+    plt = load_pyplot()
+    fig, (ax, bars) = plt.subplots(1, 2, figsize=(13, 5), gridspec_kw={"width_ratios": [3, 2]})
+    ordered = sorted(values)
+    marks = ordered + [d["deadline_s"] for d in training.get("deadlines", [])
+                       if not until and isinstance(d.get("deadline_s"), (int, float))]
+    if not until and isinstance(training.get("failure_free_s"), (int, float)):
+        marks.append(training["failure_free_s"])
+    limits = [x / factor for x in padded_limits(marks)]
+    draw_cdf(ax, values, factor, limits, color="tab:blue", linewidth=1.8,
+             label=f"{len(values)} replications")
+    for name, q in QUANTILES:
+        value = quantile(ordered, q)
+        ax.axvline(value / factor, color=QUANTILE_COLORS[name], linestyle=":", linewidth=1.2,
+                   label=f"{name} {value / factor:.4g} {unit}")
+    for d in training.get("deadlines", []) if not until else []:
+        ax.axvline(d["deadline_s"] / factor, color="black", linestyle="--", linewidth=1,
+                   label=f"deadline {d['deadline_s'] / factor:.4g} {unit}: "
+                         f"P(finished) {d['p_finish']:.3g}")
+    if not until and isinstance(training.get("failure_free_s"), (int, float)):
+        ax.axvline(training["failure_free_s"] / factor, color="gray", linewidth=1,
+                   label=f"without failures {training['failure_free_s'] / factor:.4g} {unit}")
+    ax.set_xlim(*limits)
+    ax.set_ylim(0, 1.02)
+    ax.grid(True, alpha=0.3)
+    ax.set_xlabel(f"{label} ({unit})")
+    ax.set_ylabel("fraction of replications ≤ x")
+    goodput = training.get("goodput", {}).get("mean")
+    ax.set_title(f"{summary.get('scenario', '')}: {label}"
+                 + (f", goodput {goodput:.4f}" if isinstance(goodput, (int, float)) else ""),
+                 fontsize=10)
+    ax.legend(fontsize=8, loc="lower right")
+    fractions = training.get("fraction_by_cause", {})
+    shares = [100 * float(fractions.get(c, 0)) for c in CAUSES]
+    bars.barh(range(len(CAUSES)), shares, color="tab:red", alpha=0.7)
+    for i, share in enumerate(shares):
+        bars.text(share, i, f" {share:.2f}%", va="center", fontsize=8)
+    bars.set_yticks(range(len(CAUSES)))
+    bars.set_yticklabels([c.replace("_", " ") for c in CAUSES])
+    bars.invert_yaxis()
+    bars.set_xlim(0, max(shares + [0.1]) * 1.3)
+    bars.set_xlabel("share of the mean wall time (%)")
+    bars.set_title("where the wall time went, besides useful training", fontsize=10)
+    bars.grid(True, axis="x", alpha=0.3)
+    fig.tight_layout()
+    save(fig, output)
+
+
+def command_goodput(args):
+    """Goodput of whole runs against a swept setting (e.g. the checkpoint interval)."""
+    required = [args.x] + ([args.series] if args.series else []) + [
+        "goodput_mean", "goodput_p50", "goodput_min"]
+    _, rows = read_csv(args.csv, required, "sweep file")
+    texts = [row[args.x] for _, row in rows]
+    numeric = numeric_axis(texts)
+    if numeric is None:
+        categories = list(dict.fromkeys(texts))
+        xs, x_unit = [float(categories.index(t)) for t in texts], ""
+    else:
+        categories = []
+        xs, x_unit = numeric
+    series = {}
+    for (_, row), x in zip(rows, xs):
+        key = row[args.series] if args.series else ""
+        series.setdefault(key, []).append(
+            (x, optional_float(row["goodput_mean"]), optional_float(row["goodput_p50"]),
+             optional_float(row["goodput_min"]), optional_float(row.get("young_interval_s", ""))))
+    if all(p[1] is None for points in series.values() for p in points):
+        raise InputError(f"sweep file '{args.csv}' has no goodput values (its scenario has no "
+                         f"simulation.train)")
+    output = args.output or os.path.join(os.path.dirname(os.path.abspath(args.csv)),
+                                         "goodput.png")
+    plt = load_pyplot()
+    fig, ax = plt.subplots(figsize=(10, 6))
+    colors = plt.rcParams["axes.prop_cycle"].by_key().get("color", ["tab:blue"])
+    for index, (key, points) in enumerate(series.items()):
+        points.sort()
+        color = colors[index % len(colors)]
+        kept = [p for p in points if p[1] is not None]
+        label = f"{args.series} = {key}" if args.series else "mean"
+        ax.plot([p[0] for p in kept], [p[1] for p in kept], marker="o", color=color,
+                linewidth=1.8, label=label)
+        ax.plot([p[0] for p in kept], [p[3] for p in kept], color=color, linestyle=":",
+                linewidth=1, label=None if args.series else "min over replications")
+    young = [p[4] for points in series.values() for p in points if p[4]]
+    if young and x_unit in [u for u, _ in TIME_UNITS] and len(set(young)) == 1:
+        factor = dict(TIME_UNITS)[x_unit]
+        ax.axvline(young[0] / factor, color="gray", linestyle="--", linewidth=1,
+                   label=f"Young's interval {young[0] / factor:.4g} {x_unit}")
+    if categories:
+        ax.set_xticks(range(len(categories)))
+        ax.set_xticklabels(categories)
+    else:
+        if args.log_x:
+            ax.set_xscale("log")
+        distinct = sorted({x for x in xs if x > 0 or not args.log_x})
+        if len(distinct) <= 12:  # mark the swept values themselves
+            ax.set_xticks(distinct)
+            ax.set_xticklabels([format_tick(x) for x in distinct])
+            ax.minorticks_off()
+    ax.set_xlabel(args.x + (f" ({x_unit})" if x_unit else ""))
+    ax.set_ylabel("goodput (useful training time / wall time)")
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=9, loc="best")
+    ax.set_title(f"goodput against {args.x}  ({os.path.basename(args.csv)})", fontsize=11)
+    fig.tight_layout()
+    save(fig, output)
+
+
 def parse_args(argv):
     parser = Parser(prog=PROG, description="Plots of prismsim results (PNG, matplotlib Agg).")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
@@ -834,6 +983,29 @@ def parse_args(argv):
     sweep.add_argument("-o", "--output", metavar="FILE.png",
                        help="default: sweep-METRIC.png next to SWEEP.csv")
     sweep.set_defaults(run=command_sweep)
+
+    training = commands.add_parser(
+        "training", help="training-time CDF and time by cause of a whole run (simulation.train)",
+        description="The CDF of the total training time over the replications (work done, "
+                    "for an `until` run) with p50/p95/p99, deadlines and the failure-free time, "
+                    "and the share of the wall time each cause took.")
+    training.add_argument("outdir", metavar="OUTDIR",
+                          help="directory with training.csv and summary.json")
+    training.add_argument("-o", "--output", metavar="FILE.png", help="default: OUTDIR/training.png")
+    training.set_defaults(run=command_training)
+
+    goodput = commands.add_parser(
+        "goodput", help="goodput of whole runs against a swept setting (from `prismsim sweep`)",
+        description="Mean goodput (line) and its minimum over replications (dotted) against "
+                    "one swept setting, e.g. resilience.checkpoint.interval; Young's interval "
+                    "marked when the x axis is a duration.")
+    goodput.add_argument("csv", metavar="SWEEP.csv")
+    goodput.add_argument("--x", required=True, metavar="COLUMN")
+    goodput.add_argument("--series", metavar="COLUMN", help="one line per value of this column")
+    goodput.add_argument("--log-x", action="store_true", help="logarithmic x axis")
+    goodput.add_argument("-o", "--output", metavar="FILE.png",
+                         help="default: goodput.png next to SWEEP.csv")
+    goodput.set_defaults(run=command_goodput)
 
     calibration = commands.add_parser(
         "calibration", help="CDF and QQ plots of the fits of `prismsim calibrate`",

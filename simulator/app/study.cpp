@@ -14,6 +14,7 @@
 #include <fmt/format.h>
 
 #include "app/cli_errors.hpp"
+#include "app/training_study.hpp"
 #include "core/files.hpp"
 #include "montecarlo/replications.hpp"
 #include "runtime/simulation.hpp"
@@ -118,6 +119,21 @@ std::vector<int> slowest_and_median(const StudyResults& results) {
 StudyOutcome run_study(const Scenario& scenario, const StudyOptions& options,
                        const std::filesystem::path& out_dir) {
   check_memory(scenario);
+  // Elastic sizes of a whole run each need their own engine: simulated before this one's.
+  std::vector<StepTimeSet> elastic_sizes;
+  if (scenario.train.active()) {
+    int stopped = 0;
+    elastic_sizes = simulate_elastic_sizes(scenario, std::max(1, options.jobs), &stopped);
+    if (stopped != 0) {  // nothing simulated yet: empty outputs
+      StudyOutcome outcome;
+      outcome.stop_signal = stopped;
+      outcome.results = gather_results(scenario, "", 0, {});
+      outcome.written = {(out_dir / "summary.json").string(), (out_dir / "runs.csv").string()};
+      write_file(out_dir / "summary.json", summary_json(outcome.results));
+      write_file(out_dir / "runs.csv", runs_csv(outcome.results));
+      return outcome;
+    }
+  }
   Topology topology(scenario.platform);
   const Job job = build_job(scenario, topology);
   Simulation simulation(scenario, job, std::move(topology));
@@ -166,6 +182,12 @@ StudyOutcome run_study(const Scenario& scenario, const StudyOptions& options,
     }
   }
   outcome.written = {(out_dir / "summary.json").string(), (out_dir / "runs.csv").string()};
+  if (scenario.train.active() && stop_signal == 0) {
+    results.training =
+        run_training_study(scenario, results.runs, std::move(elastic_sizes), jobs);
+    write_file(out_dir / "training.csv", training_csv(*results.training));
+    outcome.written.push_back((out_dir / "training.csv").string());
+  }
   if (options.breakdown && stop_signal == 0 && results.job_time.count > 0) {
     std::vector<Replication> chosen;
     for (int run : slowest_and_median(results)) chosen.push_back({run, &variation, true, nullptr});

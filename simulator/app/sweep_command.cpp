@@ -147,6 +147,8 @@ struct PointResult {
   bool has_baseline = false;
   double baseline_step_time_s = 0;
   std::vector<std::string> errors;  ///< why runs failed, or why the point did
+  /// simulation.train: the cells of training_sweep_columns() (empty without a whole run)
+  std::vector<std::string> training_cells;
 };
 
 constexpr uint32_t kEndOfResult = 0x70727377;  // "prsw": the result arrived whole
@@ -155,8 +157,10 @@ std::string encode(const PointResult& r) {
   RecordWriter w;
   w.put(r.runs).put(r.runs_completed).put(r.step_time).put(r.job_time);
   w.put(static_cast<uint8_t>(r.has_baseline)).put(r.baseline_step_time_s);
-  w.put(static_cast<uint64_t>(r.errors.size()));
-  for (const std::string& error : r.errors) w.put_string(error);
+  for (const auto* texts : {&r.errors, &r.training_cells}) {
+    w.put(static_cast<uint64_t>(texts->size()));
+    for (const std::string& text : *texts) w.put_string(text);
+  }
   w.put(kEndOfResult);
   return w.bytes();
 }
@@ -176,6 +180,12 @@ std::optional<PointResult> decode(const std::string& bytes) {
   r.errors.resize(errors);
   for (std::string& error : r.errors) {
     if (!in.get_string(error)) return std::nullopt;
+  }
+  uint64_t cells = 0;
+  if (!in.get(cells) || cells > bytes.size()) return std::nullopt;
+  r.training_cells.resize(cells);
+  for (std::string& cell : r.training_cells) {
+    if (!in.get_string(cell)) return std::nullopt;
   }
   uint32_t end = 0;
   if (!in.get(end) || end != kEndOfResult || !in.at_end()) return std::nullopt;
@@ -200,6 +210,7 @@ int simulate_point(const Scenario& scenario, const StudyOptions& options,
       result.has_baseline = true;
       result.baseline_step_time_s = r.baseline->step_time_s;
     }
+    if (r.training) result.training_cells = training_sweep_cells(*r.training);
   } catch (const std::exception& e) {
     result.errors.push_back(e.what());
   }
@@ -294,6 +305,13 @@ std::string sweep_csv(const SweepSpec& spec, const std::vector<PointResult>& res
     header.push_back(csv_cell(parameter.column));
   }
   for (const std::string& column : sweep_result_columns()) header.push_back(column);
+  // Whole runs (simulation.train) add their columns.
+  const bool training = std::any_of(results.begin(), results.end(), [](const PointResult& r) {
+    return !r.training_cells.empty();
+  });
+  if (training) {
+    for (const std::string& column : training_sweep_columns()) header.push_back(column);
+  }
   std::string out = fmt::format("{}\n", fmt::join(header, ","));
   for (size_t point = 0; point < results.size(); ++point) {
     if (states[point] != PointState::finished) continue;
@@ -313,6 +331,11 @@ std::string sweep_csv(const SweepSpec& spec, const std::vector<PointResult>& res
     row.push_back(r.has_baseline ? fmt::format("{}", r.baseline_step_time_s) : "");
     for (double p : {r.step_time.p50, r.step_time.p95, r.step_time.p99}) {
       row.push_back(slowdown ? fmt::format("{}", p / r.baseline_step_time_s) : "");
+    }
+    if (training) {
+      for (size_t c = 0; c < training_sweep_columns().size(); ++c) {
+        row.push_back(c < r.training_cells.size() ? r.training_cells[c] : "");
+      }
     }
     out += fmt::format("{}\n", fmt::join(row, ","));
   }
@@ -395,6 +418,18 @@ std::string sweep_json(const SweepSpec& spec, const std::vector<std::string>& co
           .end();
     } else {
       j.null();
+    }
+    if (!r.training_cells.empty()) {
+      j.wrap().key("training").begin_object(Layout::line);
+      for (size_t c = 0; c < r.training_cells.size(); ++c) {
+        j.key(training_sweep_columns()[c]);
+        if (r.training_cells[c].empty()) {
+          j.null();
+        } else {
+          j.raw(r.training_cells[c]);
+        }
+      }
+      j.end();
     }
     j.end();
   }
@@ -510,7 +545,9 @@ int sweep_command(int argc, char** argv) {
     if (ec) {
       throw UsageError(fmt::format("cannot create directory '{}': {}", dir.string(), ec.message()));
     }
-    for (const char* name : {"summary.json", "runs.csv"}) std::filesystem::remove(dir / name, ec);
+    for (const char* name : {"summary.json", "runs.csv", "training.csv"}) {
+      std::filesystem::remove(dir / name, ec);
+    }
   }
   const int signal = run_points(scenarios, out, slots, std::max(1, jobs / slots), results, states);
 

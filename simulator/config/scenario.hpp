@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "collectives/collective.hpp"
+#include "config/training_spec.hpp"
 #include "config/variability_spec.hpp"
 #include "core/diagnostics.hpp"
 
@@ -289,6 +290,8 @@ struct Scenario {
   EngineSpec engine;
   HostSpec host;
   VariabilitySpec variability;
+  TrainLengthSpec train;       ///< simulation.train: the whole run's length (docs/training.md)
+  ResilienceSpec resilience;   ///< failures, recovery, checkpointing of the whole run
 };
 
 }  // namespace prismsim

@@ -12,6 +12,7 @@
 #include "config/config_tree.hpp"
 #include "config/framework_loader.hpp"
 #include "config/map_reader.hpp"
+#include "config/training_loader.hpp"
 #include "config/variability_loader.hpp"
 #include "core/units.hpp"
 
@@ -412,6 +413,9 @@ void read_run_settings(MapReader& r, Scenario& s) {
         }
       }
     }
+    if (const ConfigNode* train = m.get("train", false)) {
+      s.train = read_train_length(*train, m.path_of("train"), r.diags());
+    }
     m.finish();
   }
   if (const ConfigNode* node = r.map("engine", false)) {
@@ -685,11 +689,13 @@ Scenario load_scenario(const std::string& path, const std::vector<std::string>& 
   const auto file = std::make_shared<const std::string>(path);
   ConfigNode root = load_yaml_file(path, SourceLoc{file, 1, 1}, diags);
   resolve_includes(root, {"platform", "workload", "variability"}, diags);
+  resolve_training_includes(root, diags);
   for (size_t i = 0; i < overrides.size(); ++i) {
     apply_override(root, overrides[i], static_cast<int>(i) + 1, diags);
     // --set variability=FILE names a file (relative to the working directory) that later
     // overrides can address.
     resolve_includes(root, {"variability"}, diags);
+    resolve_training_includes(root, diags);
   }
 
   Scenario s;
@@ -707,8 +713,14 @@ Scenario load_scenario(const std::string& path, const std::vector<std::string>& 
     s.variability = read_variability(*variability, diags);
     s.variability.loc = variability->loc;
   }
+  if (const ConfigNode* resilience = r.get("resilience", false)) {
+    s.resilience = read_resilience(*resilience, diags);
+  }
   r.finish();
-  if (diags.empty()) cross_check(root, s, diags);
+  if (diags.empty()) {
+    cross_check(root, s, diags);
+    check_training(s, diags);
+  }
   diags.throw_if_any();
   return s;
 }

@@ -425,6 +425,11 @@ void read_network(MapReader& parent, VariabilitySpec& v) {
 
 }  // namespace
 
+DistributionSpec read_distribution_spec(const ConfigNode& node, const std::string& path,
+                                        bool positive, Diagnostics& diags) {
+  return read_distribution(node, path, positive ? Support::positive : Support::any, diags);
+}
+
 void scale_distribution(DistributionSpec& d, double factor) {
   using Family = DistributionSpec::Family;
   switch (d.family) {

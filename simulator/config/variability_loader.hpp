@@ -10,6 +10,11 @@ namespace prismsim {
 /// to `diags`. A null value (`variability: null`, `--set variability=null`) means none.
 VariabilitySpec read_variability(const ConfigNode& node, Diagnostics& diags);
 
+/// Reads one distribution (a number, or a map with one family: docs/variability.md) at `node`,
+/// named `path` in messages; values must be positive when `positive`, else any number.
+DistributionSpec read_distribution_spec(const ConfigNode& node, const std::string& path,
+                                        bool positive, Diagnostics& diags);
+
 /// Multiplies a distribution's values by `factor` > 0 (unit conversion).
 void scale_distribution(DistributionSpec& d, double factor);
 

@@ -89,7 +89,7 @@ std::optional<double> parse_bandwidth(std::string_view text, std::string* error)
 
 std::optional<double> parse_duration(std::string_view text, std::string* error) {
   static const std::vector<Unit> table = {{"ns", 1e-9}, {"us", 1e-6}, {"ms", 1e-3}, {"s", 1.0},
-                                          {"min", 60.0}, {"h", 3600.0}};
+                                          {"min", 60.0}, {"h", 3600.0}, {"d", 86400.0}};
   auto value = parse_with(text, table, true, "duration", "5us", error);
   if (value && *value < 0) {
     *error = "duration must not be negative";

@@ -12,7 +12,7 @@ namespace units {
 
 /// Bandwidth in bytes per second. Bits: "400Gbps", "400Gb/s"; bytes: "450GBps", "450GB/s".
 std::optional<double> parse_bandwidth(std::string_view text, std::string* error);
-/// Duration in seconds: "5us", "1.5ms", "12ns", "2s", "1min", "3h".
+/// Duration in seconds: "5us", "1.5ms", "12ns", "2s", "1min", "3h", "54d".
 std::optional<double> parse_duration(std::string_view text, std::string* error);
 /// Size in bytes: "80GiB", "1.5GB", "512KiB", "4096B", or a bare byte count.
 std::optional<double> parse_bytes(std::string_view text, std::string* error);

@@ -263,6 +263,10 @@ std::string summary_json(const StudyResults& r) {
     }
     j.end();
   }
+  if (r.training) {
+    j.key("training");
+    write_training_json(j, *r.training);
+  }
   j.end();
   return j.take() + "\n";
 }
@@ -341,6 +345,7 @@ std::string summary_text(const StudyResults& r) {
     text += fmt::format("P(job time > {}) = {:.4g} over {} runs\n", human_seconds(deadline),
                         missed, j.count);
   }
+  if (r.training) text += training_text(*r.training);
   return text;
 }
 

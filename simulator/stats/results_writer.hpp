@@ -8,6 +8,7 @@
 #include "core/text.hpp"
 #include "montecarlo/replications.hpp"
 #include "stats/distribution.hpp"
+#include "stats/training_report.hpp"
 
 namespace prismsim {
 
@@ -46,7 +47,13 @@ struct StudyResults {
     DistributionSummary step_time, job_time;
   };
   std::vector<Attribution> attribution;
+  /// simulation.train: the whole run over these runs' step times (docs/training.md).
+  std::optional<TrainingReport> training;
 };
+
+/// Writes `{count, mean, std, min, p50, p90, p95, p99, max[, ci: {p50, p95, p99}]}`.
+void write_distribution(JsonWriter& j, const DistributionSummary& d,
+                        const std::vector<Interval>& ci);
 
 /// Summarises runs' step times and job times, as gather_results does.
 std::pair<DistributionSummary, DistributionSummary> summarize_runs(
