@@ -43,7 +43,7 @@ Job pair_job(const Program& first, const Program& second) {
 
 TEST_CASE("replications return every run in order with its own seed") {
   const Scenario s = two_gpu_scenario(3);
-  const Program program{{{ops::ComputeFor{0.5}, ops::Collective{CollectiveOp::all_reduce, 2e6, GroupId(0)}}}};
+  const Program program{{{ops::ComputeFor{0.5}, ops::Collective{CollectiveOp::all_reduce, 2e6, GroupId(0), 0, std::nullopt}}}};
   const Job job = pair_job(program, program);
   Simulation simulation(s, job);
   const auto runs = run_replications(simulation, replications(5, nullptr), 11, 2);
@@ -65,9 +65,9 @@ TEST_CASE("a run that stops early keeps the steps it finished and reports why") 
   // waits forever for a partner and SimGrid ends the run.
   const Scenario s = two_gpu_scenario(2);
   const Program greedy{{{ops::ComputeFor{0.5},
-                        ops::Collective{CollectiveOp::all_reduce, 2e6, GroupId(0)},
-                        ops::Collective{CollectiveOp::all_reduce, 2e6, GroupId(0)}}}};
-  const Program normal{{{ops::ComputeFor{0.5}, ops::Collective{CollectiveOp::all_reduce, 2e6, GroupId(0)}}}};
+                        ops::Collective{CollectiveOp::all_reduce, 2e6, GroupId(0), 0, std::nullopt},
+                        ops::Collective{CollectiveOp::all_reduce, 2e6, GroupId(0), 0, std::nullopt}}}};
+  const Program normal{{{ops::ComputeFor{0.5}, ops::Collective{CollectiveOp::all_reduce, 2e6, GroupId(0), 0, std::nullopt}}}};
   const Job job = pair_job(greedy, normal);
   Simulation simulation(s, job);
   const auto runs = run_replications(simulation, replications(2, nullptr), 1, 2);
