@@ -22,7 +22,7 @@ FrameworkPreset megatron_lm() {
   f.bucket_elements = 40e6;
   f.bucket_elements_per_rank = 1e6;
   f.has_tp_comm_overlap = true;  // Transformer Engine userbuffers
-  f.host = {8e-6, 0};
+  f.host = {8e-6, 8e-6, 0};
   return f;
 }
 
@@ -36,7 +36,7 @@ FrameworkPreset megatron_deepspeed() {
   f.blocking_pipeline_sends = true;  // DeepSpeed's pipeline engine: dist.send / dist.recv
   f.blocking_interleaved_sends = true;
   f.bucket_elements = 5e8;  // MEMORY_OPT_ALLREDUCE_SIZE, reduce_bucket_size
-  f.host = {72.28e-6, 0};
+  f.host = {72.28e-6, 72.28e-6, 0};
   return f;
 }
 
@@ -58,7 +58,7 @@ FrameworkPreset torchtitan() {
   f.reshard_after_forward_with_pp = false;
   f.has_hsdp = true;
   f.has_tp_comm_overlap = true;  // async TP
-  f.host = {8e-6, 0};
+  f.host = {8e-6, 8e-6, 0};
   return f;
 }
 

@@ -129,6 +129,8 @@ void read_host(MapReader& r, Scenario& s) {
   if (node == nullptr) return;
   MapReader h(*node, "host", r.diags());
   assign(s.host.kernel_launch_s, h.quantity("kernel_launch", false, units::parse_duration));
+  assign(s.host.collective_launch_s,
+         h.quantity("collective_launch", false, units::parse_duration));
   assign(s.host.step_s, h.quantity("step", false, units::parse_duration));
   h.finish();
 }

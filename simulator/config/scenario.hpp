@@ -24,10 +24,19 @@ int bytes_per_element(Precision precision);
 /// workload/compute_model.hpp for the formula).
 struct ComputeModelSpec {
   double gemm_efficiency = 0.8;       ///< fraction of peak a large GEMM reaches
+  /// The same for given precisions (others use gemm_efficiency).
+  std::map<Precision, double> gemm_efficiency_by_precision;
   double gemm_half_size = 64;         ///< GEMM dimension at which that dimension halves efficiency
+  double gemm_latency_s = 0;          ///< fixed time of a GEMM on the GPU (setup, tails)
   double attention_efficiency = 0.5;  ///< fraction of peak of fused (flash) attention
   double memory_efficiency = 0.8;     ///< fraction of HBM bandwidth of memory-bound kernels
   double kernel_overhead_s = 2e-6;    ///< the shortest time a kernel occupies the GPU
+
+  /// gemm_efficiency for `precision`.
+  double gemm_efficiency_for(Precision precision) const {
+    auto it = gemm_efficiency_by_precision.find(precision);
+    return it == gemm_efficiency_by_precision.end() ? gemm_efficiency : it->second;
+  }
 };
 
 /// One GPU model.
@@ -249,6 +258,9 @@ struct HostSpec {
   /// Host time to issue one modelled kernel: the GPU runs kernels as they are issued and idles
   /// when they are shorter than this (0: CUDA graphs).
   double kernel_launch_s = 0;
+  /// Host time to issue one collective (NCCL's and the process group's host work; analytic
+  /// tensor/context-parallel collectives take it in place of kernel_launch).
+  double collective_launch_s = 0;
   /// Host time per training step outside kernels (data loading, logging, bookkeeping).
   double step_s = 0;
 };

@@ -142,8 +142,21 @@ GpuSpec read_gpu(MapReader& parent) {
   if (const ConfigNode* compute = r.map("compute", false)) {
     MapReader c(*compute, r.path_of("compute"), r.diags());
     ComputeModelSpec& m = gpu.compute;
-    assign(m.gemm_efficiency, read_fraction(c, "gemm_efficiency"));
+    // A fraction for every precision, or a map of them by precision.
+    const ConfigNode* efficiency = c.get("gemm_efficiency", false);
+    if (efficiency != nullptr && efficiency->is_map()) {
+      MapReader e(*efficiency, c.path_of("gemm_efficiency"), r.diags());
+      for (size_t i = 0; i < kPrecisionNames.size(); ++i) {
+        if (auto value = read_fraction(e, kPrecisionNames[i])) {
+          m.gemm_efficiency_by_precision[static_cast<Precision>(i)] = *value;
+        }
+      }
+      e.finish();
+    } else {
+      assign(m.gemm_efficiency, read_fraction(c, "gemm_efficiency"));
+    }
     assign(m.gemm_half_size, c.number("gemm_half_size", false, 0.0, false));
+    assign(m.gemm_latency_s, c.quantity("gemm_latency", false, units::parse_duration));
     assign(m.attention_efficiency, read_fraction(c, "attention_efficiency"));
     assign(m.memory_efficiency, read_fraction(c, "memory_efficiency"));
     assign(m.kernel_overhead_s, c.quantity("kernel_overhead", false, units::parse_duration));

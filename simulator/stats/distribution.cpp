@@ -39,6 +39,43 @@ DistributionSummary summarize(std::vector<double> values) {
   return s;
 }
 
+namespace {
+
+/// Ranks from 1, ties given their average rank.
+std::vector<double> ranks_of(const std::vector<double>& values) {
+  std::vector<size_t> order(values.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](size_t x, size_t y) { return values[x] < values[y]; });
+  std::vector<double> ranks(values.size());
+  for (size_t i = 0; i < order.size();) {
+    size_t j = i;
+    while (j + 1 < order.size() && values[order[j + 1]] == values[order[i]]) ++j;
+    const double rank = (static_cast<double>(i + j) + 2) / 2;
+    for (size_t t = i; t <= j; ++t) ranks[order[t]] = rank;
+    i = j + 1;
+  }
+  return ranks;
+}
+
+}  // namespace
+
+double spearman_correlation(const std::vector<double>& a, const std::vector<double>& b) {
+  const std::vector<double> x = ranks_of(a), y = ranks_of(b);
+  const double n = static_cast<double>(x.size());
+  double mx = 0, my = 0;
+  for (size_t i = 0; i < x.size(); ++i) {
+    mx += x[i] / n;
+    my += y[i] / n;
+  }
+  double sxy = 0, sxx = 0, syy = 0;
+  for (size_t i = 0; i < x.size(); ++i) {
+    sxy += (x[i] - mx) * (y[i] - my);
+    sxx += (x[i] - mx) * (x[i] - mx);
+    syy += (y[i] - my) * (y[i] - my);
+  }
+  return sxx > 0 && syy > 0 ? sxy / std::sqrt(sxx * syy) : 0.0;
+}
+
 double ks_distance(std::vector<double> a, std::vector<double> b) {
   assert(!a.empty() && !b.empty());
   std::sort(a.begin(), a.end());

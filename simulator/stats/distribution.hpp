@@ -30,6 +30,10 @@ DistributionSummary summarize(std::vector<double> values);
 /// `b` (any order, both non-empty), in [0, 1].
 double ks_distance(std::vector<double> a, std::vector<double> b);
 
+/// Spearman's rank correlation of paired samples `a` and `b` (same length, at least 2): the
+/// Pearson correlation of their ranks, ties given their average rank; 0 when a sample is constant.
+double spearman_correlation(const std::vector<double>& a, const std::vector<double>& b);
+
 /// A two-sided confidence interval.
 struct Interval {
   double low = 0;

@@ -26,16 +26,21 @@ KernelWork memory_bound(std::string name, double bytes, KernelClass kernel_class
   return work;
 }
 
-double gemm_efficiency(const ComputeModelSpec& model, double m, double n, double k) {
+double gemm_efficiency(const ComputeModelSpec& model, Precision precision, double m, double n,
+                       double k) {
   const double h = model.gemm_half_size;
-  return model.gemm_efficiency * (m / (m + h)) * (n / (n + h)) * (k / (k + h));
+  return model.gemm_efficiency_for(precision) * (m / (m + h)) * (n / (n + h)) * (k / (k + h));
 }
 
 double kernel_seconds(const KernelWork& work, const GpuSpec& gpu, Precision precision) {
   const ComputeModelSpec& model = gpu.compute;
   double efficiency = 1.0;
+  double latency_s = 0;
   switch (work.kernel_class) {
-    case KernelClass::gemm: efficiency = gemm_efficiency(model, work.m, work.n, work.k); break;
+    case KernelClass::gemm:
+      efficiency = gemm_efficiency(model, precision, work.m, work.n, work.k);
+      latency_s = model.gemm_latency_s;
+      break;
     case KernelClass::attention: efficiency = model.attention_efficiency; break;
     default: break;
   }
@@ -43,7 +48,7 @@ double kernel_seconds(const KernelWork& work, const GpuSpec& gpu, Precision prec
       work.flops > 0 ? work.flops / (gpu.peak_flops.at(precision) * efficiency) : 0.0;
   const double memory_s =
       work.bytes > 0 ? work.bytes / (gpu.memory_bandwidth_Bps * model.memory_efficiency) : 0.0;
-  return std::max(model.kernel_overhead_s, std::max(compute_s, memory_s));
+  return std::max(model.kernel_overhead_s, std::max(compute_s, memory_s) + latency_s);
 }
 
 }  // namespace prismsim

@@ -25,15 +25,16 @@ KernelWork gemm(std::string name, double m, double n, double k, double bytes_per
 KernelWork memory_bound(std::string name, double bytes,
                         KernelClass kernel_class = KernelClass::elementwise);
 
-/// Fraction of peak a GEMM of this shape reaches: gemm_efficiency x prod over m, n, k of
-/// x / (x + gemm_half_size). Small or skinny GEMMs leave tiles and waves partly empty and move
-/// more bytes per flop; the factor models both with one size.
-double gemm_efficiency(const ComputeModelSpec& model, double m, double n, double k);
+/// Fraction of peak a GEMM of this shape reaches in `precision`: its gemm_efficiency x prod over
+/// m, n, k of x / (x + gemm_half_size). Small or skinny GEMMs leave tiles and waves partly empty;
+/// the factor models it with one size.
+double gemm_efficiency(const ComputeModelSpec& model, Precision precision, double m, double n,
+                       double k);
 
-/// Nominal duration on `gpu`: a roofline with three roofs, the largest of compute time (flops at
-/// the peak of `precision` x the class's efficiency), memory time (bytes at HBM bandwidth x
-/// memory_efficiency) and kernel_overhead, the host's time to issue a kernel: the GPU cannot run
-/// kernels faster than the framework launches them (small models are host-bound).
+/// Nominal duration on `gpu`, as the device runs it: the larger of compute time (flops at the
+/// peak of `precision` x the class's efficiency) and memory time (bytes at HBM bandwidth x
+/// memory_efficiency), plus a GEMM's fixed gemm_latency; at least kernel_overhead. The host's
+/// time to launch kernels is not in it (the job builder's host model adds it).
 double kernel_seconds(const KernelWork& work, const GpuSpec& gpu, Precision precision);
 
 }  // namespace prismsim

@@ -125,7 +125,7 @@ double StepEstimate::pass_seconds(const PassCost& pass, const GpuSpec& gpu,
                                                          items[gemm].precision));
       }
     }
-    host_s += host.kernel_launch_s;
+    host_s += item.communication_s < 0 ? host.kernel_launch_s : host.collective_launch_s;
     device_s = std::max(device_s, host_s) + seconds;
   }
   return device_s;

@@ -135,16 +135,18 @@ struct DataParallelGroups {
 };
 
 /// Kernels of one segment as the host issues them: a kernel starts when the host has launched it
-/// (kernel_launch_s each, one after the other, from the segment's start) and the previous kernel
+/// (kernel_launch_s each, collective_launch_s a collective, one after the other, from the
+/// segment's start) and the previous kernel
 /// has finished. Where the device would wait for the host, an idle entry of that length goes
 /// before the kernel.
-void issue_in_order(Segment& segment, double kernel_launch_s) {
+void issue_in_order(Segment& segment, const HostSpec& host) {
   double host_s = 0, device_s = 0;
   std::vector<Kernel> issued;
   issued.reserve(segment.kernels.size());
   segment.seconds = 0;
   for (Kernel& kernel : segment.kernels) {
-    host_s += kernel_launch_s;
+    host_s += kernel.kernel_class == KernelClass::communication ? host.collective_launch_s
+                                                                : host.kernel_launch_s;
     if (host_s > device_s) {
       issued.push_back({"host_launch", KernelClass::idle, host_s - device_s});
       device_s = host_s;
@@ -384,7 +386,7 @@ const std::vector<OpTemplate>& TransformerJobBuilder::templates_of(
     if (segment.kernels.empty()) return;
     segment.name = name;
     if (p_.tp_comm_overlap) overlap_layer_collectives(segment);
-    issue_in_order(segment, s_.host.kernel_launch_s);
+    issue_in_order(segment, s_.host);
     job_.segments.push_back(std::move(segment));
     segment = Segment{};
     ops.push_back(SegmentId(job_.segments.size() - 1));
@@ -430,7 +432,7 @@ SegmentId TransformerJobBuilder::single_kernel_segment(const std::string& name,
     Segment segment;
     segment.name = name;
     segment.add({work.name, work.kernel_class, kernel_time(work)});
-    issue_in_order(segment, s_.host.kernel_launch_s);
+    issue_in_order(segment, s_.host);
     job_.segments.push_back(std::move(segment));
     it->second = SegmentId(job_.segments.size() - 1);
   }

@@ -30,6 +30,7 @@ const std::string kTinyGpt = PRISMSIM_SOURCE_DIR "/workloads/scenarios/tiny-gpt-
 Scenario tiny(std::vector<std::string> overrides) {
   overrides.push_back("simulation.steps=1");
   overrides.push_back("host.kernel_launch=0s");
+  overrides.push_back("host.collective_launch=0s");
   return load_scenario(kTinyGpt, overrides);
 }
 

@@ -1,3 +1,5 @@
+#include <cmath>
+
 #include <doctest/doctest.h>
 
 #include "core/seeds.hpp"
@@ -73,4 +75,13 @@ TEST_CASE("the KS distance of a sample to itself is 0 and to a shifted copy as c
   // Disjoint samples are at distance 1; ties count on both sides.
   CHECK(ks_distance({1, 2}, {3, 4}) == 1.0);
   CHECK(ks_distance({1, 1, 2}, {1, 2, 2}) == Near{1.0 / 3});
+}
+
+TEST_CASE("Spearman's rank correlation: +1 for the same order, -1 reversed, ties averaged") {
+  CHECK(spearman_correlation({1, 2, 3, 4}, {10, 20, 30, 400}) == prismsim::testing::Near{1.0, 1e-12});
+  CHECK(spearman_correlation({1, 2, 3, 4}, {4, 3, 2, 1}) == prismsim::testing::Near{-1.0, 1e-12});
+  // Ranks (1, 2, 3) against (1.5, 1.5, 3): r = 0.866.
+  CHECK(spearman_correlation({1, 2, 3}, {5, 5, 7}) ==
+        prismsim::testing::Near{std::sqrt(3.0) / 2, 1e-12});
+  CHECK(spearman_correlation({1, 2, 3}, {2, 2, 2}) == 0.0);
 }

@@ -336,9 +336,28 @@ GpuSpec test_gpu() {
 }  // namespace
 
 TEST_CASE("gemm efficiency is the peak fraction times x / (x + half size) per dimension") {
-  const GpuSpec gpu = test_gpu();
-  CHECK(gemm_efficiency(gpu.compute, 100, 300, 900) == rel(0.75 * 0.5 * 0.75 * 0.9));
-  CHECK(gemm_efficiency(gpu.compute, 1e9, 1e9, 1e9) == rel(0.75, 1e-6));
+  GpuSpec gpu = test_gpu();
+  CHECK(gemm_efficiency(gpu.compute, Precision::bf16, 100, 300, 900) ==
+        rel(0.75 * 0.5 * 0.75 * 0.9));
+  CHECK(gemm_efficiency(gpu.compute, Precision::bf16, 1e9, 1e9, 1e9) == rel(0.75, 1e-6));
+  // A precision of its own: fp8 GEMMs reach a different fraction of their peak.
+  gpu.compute.gemm_efficiency_by_precision[Precision::fp8] = 0.6;
+  CHECK(gemm_efficiency(gpu.compute, Precision::fp8, 1e9, 1e9, 1e9) == rel(0.6, 1e-6));
+  CHECK(gemm_efficiency(gpu.compute, Precision::bf16, 1e9, 1e9, 1e9) == rel(0.75, 1e-6));
+}
+
+TEST_CASE("a GEMM takes the larger of its compute and memory time plus its fixed latency") {
+  GpuSpec gpu = test_gpu();
+  gpu.compute.gemm_latency_s = 7e-6;
+  const KernelWork g = gemm("big", 8192, 8192, 8192, 2);
+  const double efficiency = 0.75 * std::pow(8192.0 / 8292.0, 3);
+  CHECK(kernel_seconds(g, gpu, Precision::bf16) ==
+        rel(2.0 * 8192 * 8192 * 8192 / (1e15 * efficiency) + 7e-6, 1e-12));
+  // A skinny GEMM is memory-bound: its operands at the HBM rate, then the latency.
+  const KernelWork skinny = gemm("skinny", 1e6, 512, 512, 2);
+  REQUIRE(skinny.bytes / (2e12 * 0.9) > skinny.flops / (1e15 * gemm_efficiency(gpu.compute, Precision::bf16, 1e6, 512, 512)));
+  CHECK(kernel_seconds(skinny, gpu, Precision::bf16) ==
+        rel(skinny.bytes / (2e12 * 0.9) + 7e-6, 1e-12));
 }
 
 TEST_CASE("a GEMM records its shape, flops and operand bytes") {
@@ -901,7 +920,7 @@ TEST_CASE("tiny-gpt on 16 GPUs: groups along each dimension and matched transfer
 
 TEST_CASE("the host launches a segment's kernels one after the other; the GPU waits for it") {
   // 20 us per launch: tiny-gpt's elementwise kernels are shorter, its GEMMs longer.
-  const Job job = tiny_job({"host.kernel_launch=20us"});
+  const Job job = tiny_job({"host.kernel_launch=20us", "host.collective_launch=20us"});
   bool waited = false;
   for (const Segment& segment : job.segments) {
     CAPTURE(segment.name);

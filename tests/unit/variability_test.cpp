@@ -26,7 +26,8 @@ const std::string kTinyGpt = PRISMSIM_SOURCE_DIR "/workloads/scenarios/tiny-gpt-
 /// analytically, so that each tensor-parallel pair runs in lockstep, and `variability`.
 Scenario tiny(const std::string& variability, std::vector<std::string> more = {}) {
   std::vector<std::string> overrides = {"engine.layer_collectives=analytic",
-                                        "variability=" + variability, "host.kernel_launch=0s"};
+                                        "variability=" + variability, "host.kernel_launch=0s",
+                                        "host.collective_launch=0s"};
   overrides.insert(overrides.end(), more.begin(), more.end());
   return load_scenario(kTinyGpt, overrides);
 }
