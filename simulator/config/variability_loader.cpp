@@ -209,7 +209,7 @@ DistributionSpec read_mixture(const ConfigNode& list, const std::string& path, S
       diags.error(item.loc, fmt::format("'{}': mixtures cannot nest", item_path));
     }
     total += weight;
-    d.components.emplace_back(weight, std::move(component));
+    d.components.push_back({weight, std::move(component)});
   }
   for (auto& [weight, component] : d.components) weight = total > 0 ? weight / total : 0;
   return d;

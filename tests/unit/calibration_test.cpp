@@ -210,9 +210,9 @@ TEST_CASE("fits choose the family a sample came from, else keep the sample") {
   const SlowdownFit body = fit_slowdowns(tailed, options);
   CHECK(body.chosen == "lognormal+tail");
   REQUIRE(body.distribution.components.size() == 2);
-  CHECK(body.distribution.components[0].second.sigma == Near{0.05, 0.03});
-  CHECK(body.distribution.components[1].first == Near{0.001});
-  CHECK(body.distribution.components[1].second.family == DistributionSpec::Family::empirical);
+  CHECK(body.distribution.components[0].distribution.sigma == Near{0.05, 0.03});
+  CHECK(body.distribution.components[1].weight == Near{0.001});
+  CHECK(body.distribution.components[1].distribution.family == DistributionSpec::Family::empirical);
   CHECK(body.ks_distance < 0.02);
 
   // Two well-separated modes: no family fits, the empirical quantiles stand in.
