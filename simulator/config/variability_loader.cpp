@@ -2,13 +2,14 @@
 
 #include <algorithm>
 #include <cmath>
-#include <fstream>
+#include <sstream>
 #include <limits>
 #include <memory>
 
 #include <fmt/format.h>
 
 #include "config/map_reader.hpp"
+#include "core/files.hpp"
 #include "core/text.hpp"
 #include "core/units.hpp"
 
@@ -31,14 +32,17 @@ std::vector<double> read_sample_file(const ConfigNode& node, const std::string& 
   const std::string dir = parent_directory(*node.loc.file);
   const std::string file =
       dir.empty() || node.scalar.starts_with('/') ? node.scalar : dir + "/" + node.scalar;
-  std::ifstream in(file);
-  if (!in) {
-    diags.error(node.loc, fmt::format("'{}': cannot read sample file '{}'", path, file));
+  std::string reason;
+  const auto text = read_file(file, &reason, kMaxConfigFileBytes);
+  if (!text) {
+    diags.error(node.loc, fmt::format("'{}': cannot read sample file {}: {}", path,
+                                      quoted_path(file), reason));
     return {};
   }
   std::vector<double> samples;
-  std::string line;
   const auto shared = std::make_shared<const std::string>(file);
+  std::istringstream in(*text);
+  std::string line;
   for (int number = 1; std::getline(in, line); ++number) {
     const auto fields = split_fields(line, ' ');
     if (fields.empty() || fields[0].starts_with('#')) continue;
