@@ -150,7 +150,7 @@ TEST_CASE("1F1B and GPipe pipelines with free transfers match the closed-form sc
     check_pipeline(
         tiny({"parallelism.gpus=4", "parallelism.tp=1", "parallelism.pp=4", "parallelism.dp=1",
               std::string("parallelism.schedule=") + schedule,
-              "platform.node.nvlink.bandwidth=1000PBps", "platform.node.nvlink.latency=0s"}),
+              "platform.node.nvlink.bandwidth=1Pbps", "platform.node.nvlink.latency=0s"}),
         1e-9);
   }
 }
