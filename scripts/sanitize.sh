@@ -22,7 +22,7 @@ export ASAN_OPTIONS=detect_stack_use_after_return=0:strict_string_checks=1:log_p
 export LSAN_OPTIONS=suppressions=$PWD/tests/sanitizers/lsan.supp:print_suppressions=0
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1:log_path=$logs/ubsan
 # The CLI tests interrupt a run after a while: give the instrumented build longer to finish one.
-export PRISMSIM_TEST_INTERRUPT_AFTER_S=${PRISMSIM_TEST_INTERRUPT_AFTER_S:-10}
+export PRISMSIM_TEST_INTERRUPT_AFTER_S=${PRISMSIM_TEST_INTERRUPT_AFTER_S:-30}
 status=0
 ctest --test-dir build/asan --output-on-failure -j "$(nproc)" "$@" || status=$?
 reports=()
