@@ -18,7 +18,7 @@ import re
 import subprocess
 import sys
 
-INCLUDE_KEYS = ("platform", "workload", "variability")
+INCLUDE_KEYS = ("platform", "workload", "variability", "resilience")
 
 
 def read(path):

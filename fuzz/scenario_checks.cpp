@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <limits>
 #include <string>
+#include <type_traits>
+#include <variant>
 
 #include "fuzz_support.hpp"
 #include "platform/topology.hpp"
@@ -51,8 +53,16 @@ void check_job(const Job& job) {
     if (!program) continue;
     for (const auto& stream : program->streams) {
       for (const Op& op : stream) {
-        finite(op.seconds, "an op's seconds");
-        finite(op.bytes, "an op's bytes");
+        std::visit(
+            [](const auto& o) {
+              using T = std::decay_t<decltype(o)>;
+              if constexpr (std::is_same_v<T, ops::ComputeFor>) finite(o.seconds, "a compute time");
+              if constexpr (std::is_same_v<T, ops::Collective> || std::is_same_v<T, ops::Send> ||
+                            std::is_same_v<T, ops::Recv>) {
+                finite(o.bytes, "an op's bytes");
+              }
+            },
+            op);
       }
     }
   }

@@ -12,7 +12,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/install-deps.sh clang libclang-rt-14-dev
 CXX=${CXX:-clang++} cmake --preset asan >/dev/null
-cmake --build build/asan
+cmake --build --preset asan
 logs=$PWD/build/asan/sanitizer-logs
 rm -rf "$logs"
 mkdir -p "$logs"
@@ -21,10 +21,8 @@ mkdir -p "$logs"
 export ASAN_OPTIONS=detect_stack_use_after_return=0:strict_string_checks=1:log_path=$logs/asan:${ASAN_OPTIONS:-}
 export LSAN_OPTIONS=suppressions=$PWD/tests/sanitizers/lsan.supp:print_suppressions=0
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1:log_path=$logs/ubsan
-# The CLI tests interrupt a run after a while: give the instrumented build longer to finish one.
-export PRISMSIM_TEST_INTERRUPT_AFTER_S=${PRISMSIM_TEST_INTERRUPT_AFTER_S:-30}
 status=0
-ctest --test-dir build/asan --output-on-failure -j "$(nproc)" "$@" || status=$?
+ctest --preset asan -j "$(nproc)" "$@" || status=$?
 reports=()
 for log in "$logs"/*; do
   [ -e "$log" ] || continue

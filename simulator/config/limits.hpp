@@ -46,6 +46,9 @@ constexpr ValueRange kModelWidth{1, 1 << 20, "1", "1048576"};
 constexpr ValueRange kModelVocab{1, 1 << 24, "1", "16777216"};
 constexpr ValueRange kModelSequence{1, 1 << 24, "1", "16777216"};
 
+/// Values of other distributions: positive ones (durations in their unit), or any.
+constexpr ValueRange kPositive{1e-12, 1e12, "1e-12", "1e12"};
+constexpr ValueRange kAnyValue{-1e12, 1e12, "-1e12", "1e12"};
 /// A multiplicative factor (slowdowns, jitter, regime slowdowns) and every value its
 /// distributions take: 1/1000 to 1000.
 constexpr ValueRange kFactor{1e-3, 1e3, "0.001", "1000"};

@@ -453,7 +453,12 @@ void read_network(MapReader& parent, VariabilitySpec& v) {
 
 DistributionSpec read_distribution_spec(const ConfigNode& node, const std::string& path,
                                         bool positive, Diagnostics& diags) {
-  return read_distribution(node, path, positive ? Support::positive : Support::any, diags);
+  return read_distribution(node, path, positive ? limits::kPositive : limits::kAnyValue, diags);
+}
+
+DistributionSpec read_distribution_spec(const ConfigNode& node, const std::string& path,
+                                        const ValueRange& values, Diagnostics& diags) {
+  return read_distribution(node, path, values, diags);
 }
 
 void scale_distribution(DistributionSpec& d, double factor) {
