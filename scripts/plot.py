@@ -9,7 +9,7 @@ usage:
                 [--x-scale auto|linear|log] [-o FILE.png]
   plot.py calibration CALIBRATION.json [--out DIR]
   plot.py training OUTDIR [-o FILE.png]
-  plot.py goodput SWEEP.csv --x COLUMN [--series COLUMN] [--log-x] [-o FILE.png]
+  plot.py goodput SWEEP.csv --x COLUMN [--series COLUMN] [--x-scale auto|linear|log] [-o FILE.png]
 
 OUTDIR, DIR_A and DIR_B are `prismsim run --out` directories (runs.csv, summary.json);
 SWEEP.csv is what `prismsim sweep` writes; CALIBRATION.json is what `prismsim calibrate
@@ -1011,12 +1011,14 @@ def command_goodput(args):
     _, rows = read_csv(args.csv, required, "sweep file")
     texts = [row[args.x] for _, row in rows]
     numeric = numeric_axis(texts)
+    requested = "log" if args.log_x else args.x_scale
     if numeric is None:
         categories = list(dict.fromkeys(texts))
-        xs, x_unit = [float(categories.index(t)) for t in texts], ""
+        xs, x_unit, x_scale = [float(categories.index(t)) for t in texts], "", "linear"
     else:
         categories = []
         xs, x_unit = numeric
+        x_scale = choose_x_scale(xs, requested, args.x)
     series = {}
     for (_, row), x in zip(rows, xs):
         key = row[args.series] if args.series else ""
@@ -1036,10 +1038,13 @@ def command_goodput(args):
         color = colors[index % len(colors)]
         kept = [p for p in points if p[1] is not None]
         label = f"{args.series} = {key}" if args.series else "mean"
+        # Categories are points, never joined: their order means nothing.
+        joined = {"linestyle": "none"} if categories else {}
         ax.plot([p[0] for p in kept], [p[1] for p in kept], marker="o", color=color,
-                linewidth=1.8, label=label)
+                linewidth=1.8, label=label, **joined)
         ax.plot([p[0] for p in kept], [p[3] for p in kept], color=color, linestyle=":",
-                linewidth=1, label=None if args.series else "min over replications")
+                linewidth=1, label=None if args.series else "min over replications",
+                **({"linestyle": "none", "marker": "_", "markersize": 12} if categories else {}))
     young = [p[4] for points in series.values() for p in points if p[4]]
     if young and x_unit in [u for u, _ in TIME_UNITS] and len(set(young)) == 1:
         factor = dict(TIME_UNITS)[x_unit]
@@ -1049,18 +1054,21 @@ def command_goodput(args):
         ax.set_xticks(range(len(categories)))
         ax.set_xticklabels(categories)
     else:
-        if args.log_x:
+        log = x_scale == "log"
+        if log:
             ax.set_xscale("log")
-        distinct = sorted({x for x in xs if x > 0 or not args.log_x})
+        distinct = sorted({x for x in xs if x > 0 or not log})
         if len(distinct) <= 12:  # mark the swept values themselves
             ax.set_xticks(distinct)
             ax.set_xticklabels([format_tick(x) for x in distinct])
             ax.minorticks_off()
-    ax.set_xlabel(args.x + (f" ({x_unit})" if x_unit else ""))
+    ax.set_xlabel(args.x + (f" ({x_unit})" if x_unit else "")
+                  + (", log scale" if x_scale == "log" else ""))
     ax.set_ylabel("goodput (useful training time / wall time)")
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize=9, loc="best")
-    ax.set_title(f"goodput against {args.x}  ({os.path.basename(args.csv)})", fontsize=11)
+    name = sweep_name(args.csv)
+    ax.set_title((f"{name}: " if name else "") + f"goodput against {args.x}", fontsize=11)
     fig.tight_layout()
     save(fig, output)
 
@@ -1126,7 +1134,10 @@ def parse_args(argv):
     goodput.add_argument("csv", metavar="SWEEP.csv")
     goodput.add_argument("--x", required=True, metavar="COLUMN")
     goodput.add_argument("--series", metavar="COLUMN", help="one line per value of this column")
-    goodput.add_argument("--log-x", action="store_true", help="logarithmic x axis")
+    goodput.add_argument("--x-scale", choices=("auto", "linear", "log"), default="auto",
+                         help="x axis of a numeric setting (default auto: log when its values "
+                              f"are positive and span more than {LOG_DECADES} decades)")
+    goodput.add_argument("--log-x", action="store_true", help="the same as --x-scale log")
     goodput.add_argument("-o", "--output", metavar="FILE.png",
                          help="default: goodput.png next to SWEEP.csv")
     goodput.set_defaults(run=command_goodput)
