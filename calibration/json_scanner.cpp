@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cmath>
 
 #include "core/diagnostics.hpp"
 
@@ -138,7 +139,8 @@ double JsonScanner::number() {
   if (c != '-' && (c < '0' || c > '9')) fail("expected a number");
   double value = 0;
   const auto [end, error] = std::from_chars(text_.data() + at_, text_.data() + text_.size(), value);
-  if (error != std::errc()) fail("invalid number");
+  // (from_chars also reads "-inf" and "-nan", which JSON does not have.)
+  if (error != std::errc() || !std::isfinite(value)) fail("invalid number");
   at_ = static_cast<size_t>(end - text_.data());
   return value;
 }

@@ -21,6 +21,9 @@
 namespace prismsim {
 namespace {
 
+/// The largest rank or device number a trace may name (what an int holds).
+constexpr int64_t kMaxRank = std::numeric_limits<int>::max();
+
 [[noreturn]] void fail_file(const std::string& path, const std::string& message) {
   throw InputError({Diagnostic{SourceLoc{std::make_shared<const std::string>(path), 0, 0}, message}});
 }
@@ -30,21 +33,6 @@ std::string read_whole_file(const std::string& path) {
   auto text = read_file(path, &reason);
   if (!text) fail_file(path, "cannot read the file: " + reason);
   return std::move(*text);
-}
-
-/// Every integer in `text` ("[0, 8, 16]").
-std::vector<int> integers_in(std::string_view text) {
-  std::vector<int> out;
-  for (size_t i = 0; i < text.size();) {
-    if (text[i] < '0' || text[i] > '9') {
-      ++i;
-      continue;
-    }
-    int value = 0;
-    for (; i < text.size() && text[i] >= '0' && text[i] <= '9'; ++i) value = value * 10 + (text[i] - '0');
-    out.push_back(value);
-  }
-  return out;
 }
 
 /// The fields of one trace event that calibration reads.
@@ -135,7 +123,13 @@ class KinetoReader {
         if (summary_.zero_length++ == 0) summary_.first_zero_length = json_.where(start).str();
         return;
       }
-      const int device = static_cast<int>(e.device >= 0 ? e.device : e.pid);
+      const double device_id = e.device >= 0 ? e.device : e.pid;
+      if (!(device_id >= -1 && device_id <= kMaxRank)) {
+        json_.fail_at(start, fmt::format("a GPU kernel event's {} must be an integer from 0 to "
+                                         "{}, got {}", e.device >= 0 ? "device" : "pid",
+                                         kMaxRank, device_id));
+      }
+      const int device = static_cast<int>(device_id);
       const double seconds = e.dur * 1e-6;
       std::optional<CollectiveInfo> info;
       if (is_nccl_kernel(e.name)) {
@@ -193,7 +187,7 @@ class KinetoReader {
       else if (key == "Out msg nelems" && next != '"') e.out_nelems = json_.number();
       else if (key == "dtype" && next == '"') e.dtype = json_.string();
       else if (key == "Collective name" && next == '"') e.collective_name = json_.string();
-      else if (key == "Process Group Ranks" && next == '"') e.group_ranks = integers_in(json_.string());
+      else if (key == "Process Group Ranks" && next == '"') group_ranks(e);
       else if (key == "Input Dims" && set_.options().by_shape) {
         const size_t start = json_.position();
         json_.skip_value();
@@ -204,6 +198,33 @@ class KinetoReader {
         json_.skip_value();
       }
     });
+  }
+
+  /// The ranks of "Process Group Ranks" ("[0, 8, 16]"): every integer in the string. A rank
+  /// beyond kMaxRank is an error located at its digits (at the string when it has escapes).
+  void group_ranks(TraceEvent& e) {
+    const size_t quote = json_.position();
+    const std::string_view text = json_.string();
+    const auto in_file = reinterpret_cast<uintptr_t>(text.data()) -
+                         reinterpret_cast<uintptr_t>(text_.data());
+    const bool unescaped = in_file < text_.size();  // a view into the file, not the scratch copy
+    for (size_t i = 0; i < text.size();) {
+      if (text[i] < '0' || text[i] > '9') {
+        ++i;
+        continue;
+      }
+      const size_t start = i;
+      int64_t value = 0;
+      for (; i < text.size() && text[i] >= '0' && text[i] <= '9'; ++i) {
+        if (value <= kMaxRank) value = value * 10 + (text[i] - '0');  // stops growing past it
+      }
+      if (value > kMaxRank) {
+        json_.fail_at(unescaped ? in_file + start : quote,
+                      fmt::format("rank {} in \"Process Group Ranks\" is beyond the largest "
+                                  "supported, {}", text.substr(start, i - start), kMaxRank));
+      }
+      e.group_ranks.push_back(static_cast<int>(value));
+    }
   }
 
   void finish() {
@@ -335,10 +356,16 @@ void read_samples_csv(const std::string& path, SampleSet& set) {
                                   fields[f].first));
           continue;
         }
-        column_of[static_cast<size_t>(it - known.begin())] = static_cast<int>(f);
+        int& column = column_of[static_cast<size_t>(it - known.begin())];
+        if (column >= 0) {
+          diags.error(SourceLoc{file, line_no, fields[f].second},
+                      fmt::format("duplicate column '{}' (first at column {})", fields[f].first,
+                                  fields[static_cast<size_t>(column)].second));
+          continue;
+        }
+        column = static_cast<int>(f);
       }
-      columns = static_cast<size_t>(
-          std::count_if(column_of.begin(), column_of.end(), [](int c) { return c >= 0; }));
+      columns = fields.size();
       if (column_of[name] < 0 || column_of[duration] < 0) {
         diags.error(SourceLoc{file, line_no, 1},
                     "expected a header with the columns name and duration_us (and optionally gpu, "

@@ -6,10 +6,10 @@ usage:
   plot.py cdf OUTDIR [-o FILE.png]
   plot.py compare DIR_A DIR_B [--labels A B] [-o FILE.png]
   plot.py sweep SWEEP.csv --x COLUMN [--series COLUMN] [--metric step_time|job_time]
-                [--log-x] [-o FILE.png]
+                [--x-scale auto|linear|log] [-o FILE.png]
   plot.py calibration CALIBRATION.json [--out DIR]
   plot.py training OUTDIR [-o FILE.png]
-  plot.py goodput SWEEP.csv --x COLUMN [--series COLUMN] [--log-x] [-o FILE.png]
+  plot.py goodput SWEEP.csv --x COLUMN [--series COLUMN] [--x-scale auto|linear|log] [-o FILE.png]
 
 OUTDIR, DIR_A and DIR_B are `prismsim run --out` directories (runs.csv, summary.json);
 SWEEP.csv is what `prismsim sweep` writes; CALIBRATION.json is what `prismsim calibrate
@@ -510,8 +510,11 @@ def compare_panel(ax, studies, labels, metric):
 
 def command_compare(args):
     studies = [Study(args.dir_a), Study(args.dir_b)]
+    names = [s.scenario for s in studies]
     if args.labels:
         labels = list(args.labels)
+    elif names[0] != names[1]:
+        labels = names  # the studies' own names
     else:
         labels = [os.path.basename(os.path.normpath(d)) for d in (args.dir_a, args.dir_b)]
         if labels[0] == labels[1]:
@@ -521,9 +524,13 @@ def command_compare(args):
     fig, axes = plt.subplots(1, 2, figsize=(14, 5.2))
     compare_panel(axes[0], studies, labels, "step_time")
     compare_panel(axes[1], studies, labels, "job_time")
-    names = [s.scenario for s in studies]
-    title = names[0] if names[0] == names[1] else f"{names[0]} vs {names[1]}"
-    fig.suptitle(f"{labels[0]} vs {labels[1]}  ({title})", fontsize=12)
+    if names[0] != names[1]:
+        title = f"{names[0]} vs {names[1]}"
+        if labels != names:
+            title += f"  ({labels[0]} vs {labels[1]})"
+    else:
+        title = f"{names[0]}: {labels[0]} vs {labels[1]}"
+    fig.suptitle(title, fontsize=12)
     fig.tight_layout()
     save(fig, output)
     plt.close(fig)
@@ -540,35 +547,67 @@ def swept_columns(header):
     return [c for c in header if c not in fixed and not c.startswith(("step_time_", "job_time_"))]
 
 
-def command_sweep(args):
+LOG_DECADES = 1.5  # a positive numeric x range wider than this many decades gets a log axis
+
+
+def choose_x_scale(xs, requested, column):
+    """"log" or "linear" for numeric x values: as `requested`, or (auto) log when every value is
+    positive and the largest exceeds the smallest by more than LOG_DECADES decades."""
+    positive = [x for x in xs if x > 0]
+    if requested == "log":
+        if len(positive) < len(xs):
+            warn(f"'{column}' has values ≤ 0, which a log axis leaves out")
+        return "log"
+    if requested == "linear" or not xs or len(positive) < len(xs):
+        return "linear"
+    return "log" if math.log10(max(xs) / min(xs)) > LOG_DECADES else "linear"
+
+
+def sweep_name(csv_path):
+    """The study's name from the sweep.json next to SWEEP.csv, or None."""
+    path = os.path.join(os.path.dirname(csv_path) or ".", "sweep.json")
+    if not os.path.isfile(path):
+        return None
+    try:
+        with open(path, encoding="utf-8") as handle:
+            name = json.load(handle).get("name")
+    except (OSError, ValueError, AttributeError):
+        warn(f"cannot read the study's name from '{path}'")
+        return None
+    return name if isinstance(name, str) and name else None
+
+
+def sweep_layout(args, header, rows):
+    """How a sweep is drawn, decided from the table alone (tested on its own): a dict with
+    `kind` ("categorical" or "numeric"), `categories`, `xs`, `x_unit`, `x_scale`, `series`
+    ({label: [point]}, each point its x, text, statistics and `baseline`), `by` (the columns
+    that split the series), `baseline` ("constant", "per_point" or None), `baseline_value`
+    (the constant, in seconds) and `title`."""
     metric = args.metric
-    columns = [f"{metric}_{stat}_s" for stat in STATS]
-    required = [args.x] + ([args.series] if args.series else []) + columns
-    header, rows = read_csv(args.csv, required, "sweep file")
     x_texts = [row[args.x] for _, row in rows]
     numeric = numeric_axis(x_texts)
     categories = []
+    requested = "log" if args.log_x else args.x_scale
     if numeric is None:
         for text in x_texts:
             if text not in categories:
                 categories.append(text)
         xs = [float(categories.index(t)) for t in x_texts]
-        x_unit = ""
-        if args.log_x:
-            warn(f"'{args.x}' holds categories, not numbers: --log-x is ignored")
+        x_unit, x_scale = "", "linear"
+        if requested == "log":
+            warn(f"'{args.x}' holds categories, not numbers: a log axis does not apply")
     else:
         xs, x_unit = numeric
-        if args.log_x and any(x <= 0 for x in xs):
-            warn(f"'{args.x}' has values ≤ 0, which a log axis leaves out")
+        x_scale = choose_x_scale(xs, requested, args.x)
+    has_baseline = metric == "step_time" and "baseline_step_time_s" in header
 
     def group(by):
-        """{label: [point, ...]} with one entry per distinct value of the columns `by`, in
-        order of appearance; the points sorted along x."""
         series = {}
         for (_, row), x, text in zip(rows, xs, x_texts):
             label = ", ".join(f"{c} = {row[c]}" for c in by) if len(by) > 1 else (
                 row[by[0]] if by else "")
             point = {stat: optional_float(row[f"{metric}_{stat}_s"]) for stat in STATS}
+            point["baseline"] = optional_float(row["baseline_step_time_s"]) if has_baseline else None
             point["x"], point["text"] = x, text
             series.setdefault(label, []).append(point)
         for points in series.values():
@@ -581,20 +620,48 @@ def command_sweep(args):
     by = [args.series] if args.series else []
     series = group(by)
     if shares_x(series):
-        # Another swept setting varies too: one line per combination rather than a zigzag.
+        # Another swept setting varies too: one series per combination rather than a zigzag.
         others = [c for c in swept_columns(header) if c not in by and c != args.x
                   and len({row[c] for _, row in rows}) > 1]
         if others:
-            warn(f"several rows share a value of '{args.x}': one line per value of "
+            warn(f"several rows share a value of '{args.x}': one series per value of "
                  f"{', '.join(others)} too (pick the one to compare with --series)")
             by += others
             series = group(by)
         else:
             warn(f"several rows share a value of '{args.x}'")
+    baselines = [p["baseline"] for points in series.values() for p in points
+                 if p["baseline"] is not None]
+    baseline, baseline_value = None, None
+    if baselines:
+        low, high = min(baselines), max(baselines)
+        if high - low <= 1e-9 * abs(high):
+            baseline, baseline_value = "constant", high
+        else:
+            baseline = "per_point"
+    name = sweep_name(args.csv)
+    title = f"{LABELS[metric]} against {args.x}"
+    if name:
+        title = f"{name}: {title}"
+    return {"kind": "numeric" if numeric is not None else "categorical",
+            "categories": categories, "xs": xs, "x_unit": x_unit, "x_scale": x_scale,
+            "series": series, "by": by, "baseline": baseline,
+            "baseline_value": baseline_value, "title": title}
+
+
+def command_sweep(args):
+    metric = args.metric
+    columns = [f"{metric}_{stat}_s" for stat in STATS]
+    required = [args.x] + ([args.series] if args.series else []) + columns
+    header, rows = read_csv(args.csv, required, "sweep file")
+    layout = sweep_layout(args, header, rows)
+    series, by, categories = layout["series"], layout["by"], layout["categories"]
+    categorical = layout["kind"] == "categorical"
     ys = [p[s] for points in series.values() for p in points for s in STATS if p[s] is not None]
     if not ys:
         raise InputError(f"sweep file '{args.csv}' has no {LABELS[metric]} values "
                          f"(no point completed a run{'' if metric == 'step_time' else ' in full'})")
+    ys += [p["baseline"] for points in series.values() for p in points if p["baseline"]]
     y_unit, factor = time_unit(ys)
 
     plt = load_pyplot()
@@ -604,21 +671,51 @@ def command_sweep(args):
     fig, ax = plt.subplots(figsize=(10, 6))
     colors = plt.rcParams["axes.prop_cycle"].by_key().get("color", ["tab:blue"])
     series_handles = []
+    # Categories: each series' points side by side around the category's position.
+    width = min(0.35, 0.7 / max(1, len(series)))
     for index, (key, points) in enumerate(series.items()):
         color = colors[index % len(colors)]
+        offset = (index - (len(series) - 1) / 2) * width if categorical else 0.0
 
         def column(stat, points=points):
             kept = [p for p in points if p[stat] is not None]
-            return [p["x"] for p in kept], [p[stat] / factor for p in kept]
+            return [p["x"] + offset for p in kept], [p[stat] / factor for p in kept]
 
-        band = [p for p in points if p["min"] is not None and p["max"] is not None]
-        ax.fill_between([p["x"] for p in band], [p["min"] / factor for p in band],
-                        [p["max"] / factor for p in band], color=color, alpha=0.08, linewidth=0)
-        band = [p for p in points if p["p50"] is not None and p["p95"] is not None]
-        ax.fill_between([p["x"] for p in band], [p["p50"] / factor for p in band],
-                        [p["p95"] / factor for p in band], color=color, alpha=0.28, linewidth=0)
-        ax.plot(*column("p99"), color=color, linestyle="--", linewidth=1.2)
-        line = ax.plot(*column("p50"), color=color, marker="o", linewidth=1.8, markersize=5)[0]
+        if categorical:
+            # Points and bars, never lines: the order of categories means nothing.
+            for p in points:
+                x = p["x"] + offset
+                if p["min"] is not None and p["max"] is not None:
+                    ax.vlines(x, p["min"] / factor, p["max"] / factor, color=color,
+                              linewidth=1, alpha=0.6)
+                if p["p50"] is not None and p["p95"] is not None:
+                    ax.bar(x, (p["p95"] - p["p50"]) / factor, bottom=p["p50"] / factor,
+                           width=width * 0.8, color=color, alpha=0.28, linewidth=0)
+            ax.plot(*column("p99"), color=color, marker="_", markersize=14, linestyle="none",
+                    markeredgewidth=1.6)
+            line = ax.plot(*column("p50"), color=color, marker="o", markersize=6,
+                           linestyle="none")[0]
+        else:
+            band = [p for p in points if p["min"] is not None and p["max"] is not None]
+            ax.fill_between([p["x"] for p in band], [p["min"] / factor for p in band],
+                            [p["max"] / factor for p in band], color=color, alpha=0.08,
+                            linewidth=0)
+            band = [p for p in points if p["p50"] is not None and p["p95"] is not None]
+            ax.fill_between([p["x"] for p in band], [p["p50"] / factor for p in band],
+                            [p["p95"] / factor for p in band], color=color, alpha=0.28,
+                            linewidth=0)
+            ax.plot(*column("p99"), color=color, linestyle="--", linewidth=1.2)
+            line = ax.plot(*column("p50"), color=color, marker="o", linewidth=1.8,
+                           markersize=5)[0]
+        if layout["baseline"] == "per_point":
+            kept = [p for p in points if p["baseline"] is not None]
+            bx = [p["x"] + offset for p in kept]
+            by_values = [p["baseline"] / factor for p in kept]
+            if categorical:
+                ax.plot(bx, by_values, color="tab:purple", marker="_", markersize=18,
+                        linestyle="none", markeredgewidth=2)
+            else:
+                ax.plot(bx, by_values, color="tab:purple", linestyle=":", linewidth=1.8)
         if by:
             line.set_label(f"{by[0]} = {key}" if len(by) == 1 else key)
             series_handles.append(line)
@@ -628,12 +725,31 @@ def command_sweep(args):
             warn(f"no {LABELS[metric]} at {args.x} = {', '.join(missing)}{where}: left out")
 
     style_color = "dimgray" if by else colors[0]
-    style_handles = [
-        Line2D([], [], color=style_color, marker="o", linewidth=1.8, label="p50"),
-        Patch(facecolor=style_color, alpha=0.28, label="p50–p95"),
-        Line2D([], [], color=style_color, linestyle="--", linewidth=1.2, label="p99"),
-        Patch(facecolor=style_color, alpha=0.08, label="min–max"),
-    ]
+    if categorical:
+        style_handles = [
+            Line2D([], [], color=style_color, marker="o", linestyle="none", label="p50"),
+            Patch(facecolor=style_color, alpha=0.28, label="p50–p95"),
+            Line2D([], [], color=style_color, marker="_", markersize=14, linestyle="none",
+                   markeredgewidth=1.6, label="p99"),
+            Line2D([], [], color=style_color, linewidth=1, alpha=0.6, label="min–max"),
+        ]
+    else:
+        style_handles = [
+            Line2D([], [], color=style_color, marker="o", linewidth=1.8, label="p50"),
+            Patch(facecolor=style_color, alpha=0.28, label="p50–p95"),
+            Line2D([], [], color=style_color, linestyle="--", linewidth=1.2, label="p99"),
+            Patch(facecolor=style_color, alpha=0.08, label="min–max"),
+        ]
+    if layout["baseline"] == "constant":
+        value = layout["baseline_value"]
+        ax.axhline(value / factor, color="tab:purple", linestyle=":", linewidth=1.8)
+        style_handles.append(Line2D([], [], color="tab:purple", linestyle=":", linewidth=1.8,
+                                    label=f"no-variation baseline = {human_seconds(value)}"))
+    elif layout["baseline"] == "per_point":
+        style_handles.append(Line2D([], [], color="tab:purple",
+                                    linestyle="none" if categorical else ":",
+                                    marker="_" if categorical else None, markersize=18,
+                                    linewidth=1.8, label="no-variation baseline"))
     if series_handles:
         legend = ax.legend(handles=series_handles, loc="upper left", fontsize=9,
                            title=by[0] if len(by) == 1 else None, title_fontsize=9)
@@ -642,25 +758,27 @@ def command_sweep(args):
     else:
         ax.legend(handles=style_handles, loc="best", fontsize=9)
 
-    if categories:
+    if categorical:
         ax.set_xticks(range(len(categories)))
         ax.set_xticklabels(categories, rotation=30 if len(categories) > 6 else 0,
                            ha="right" if len(categories) > 6 else "center")
-        ax.set_xlim(-0.4, len(categories) - 0.6)
+        ax.set_xlim(-0.5, len(categories) - 0.5)
     else:
-        if args.log_x:
+        log = layout["x_scale"] == "log"
+        if log:
             ax.set_xscale("log")
-        distinct = sorted(set(xs))
+        distinct = sorted(set(layout["xs"]))
         if len(distinct) <= 12:  # mark the swept values themselves
-            shown = [x for x in distinct if x > 0] if args.log_x else distinct
+            shown = [x for x in distinct if x > 0] if log else distinct
             ax.set_xticks(shown)
             ax.set_xticklabels([format_tick(x) for x in shown])
             ax.minorticks_off()
-    ax.set_xlabel(args.x + (f" ({x_unit})" if x_unit else ""))
+    x_unit = layout["x_unit"]
+    ax.set_xlabel(args.x + (f" ({x_unit})" if x_unit else "")
+                  + (", log scale" if layout["x_scale"] == "log" else ""))
     ax.set_ylabel(f"{LABELS[metric]} ({y_unit})")
     ax.grid(True, alpha=0.3)
-    ax.set_title(f"{LABELS[metric]} against {args.x}  ({os.path.basename(args.csv)})",
-                 fontsize=11)
+    ax.set_title(layout["title"], fontsize=11)
     fig.tight_layout()
     output = args.output or os.path.join(os.path.dirname(args.csv), f"sweep-{metric}.png")
     save(fig, output)
@@ -893,12 +1011,14 @@ def command_goodput(args):
     _, rows = read_csv(args.csv, required, "sweep file")
     texts = [row[args.x] for _, row in rows]
     numeric = numeric_axis(texts)
+    requested = "log" if args.log_x else args.x_scale
     if numeric is None:
         categories = list(dict.fromkeys(texts))
-        xs, x_unit = [float(categories.index(t)) for t in texts], ""
+        xs, x_unit, x_scale = [float(categories.index(t)) for t in texts], "", "linear"
     else:
         categories = []
         xs, x_unit = numeric
+        x_scale = choose_x_scale(xs, requested, args.x)
     series = {}
     for (_, row), x in zip(rows, xs):
         key = row[args.series] if args.series else ""
@@ -918,10 +1038,13 @@ def command_goodput(args):
         color = colors[index % len(colors)]
         kept = [p for p in points if p[1] is not None]
         label = f"{args.series} = {key}" if args.series else "mean"
+        # Categories are points, never joined: their order means nothing.
+        joined = {"linestyle": "none"} if categories else {}
         ax.plot([p[0] for p in kept], [p[1] for p in kept], marker="o", color=color,
-                linewidth=1.8, label=label)
+                linewidth=1.8, label=label, **joined)
         ax.plot([p[0] for p in kept], [p[3] for p in kept], color=color, linestyle=":",
-                linewidth=1, label=None if args.series else "min over replications")
+                linewidth=1, label=None if args.series else "min over replications",
+                **({"linestyle": "none", "marker": "_", "markersize": 12} if categories else {}))
     young = [p[4] for points in series.values() for p in points if p[4]]
     if young and x_unit in [u for u, _ in TIME_UNITS] and len(set(young)) == 1:
         factor = dict(TIME_UNITS)[x_unit]
@@ -931,18 +1054,21 @@ def command_goodput(args):
         ax.set_xticks(range(len(categories)))
         ax.set_xticklabels(categories)
     else:
-        if args.log_x:
+        log = x_scale == "log"
+        if log:
             ax.set_xscale("log")
-        distinct = sorted({x for x in xs if x > 0 or not args.log_x})
+        distinct = sorted({x for x in xs if x > 0 or not log})
         if len(distinct) <= 12:  # mark the swept values themselves
             ax.set_xticks(distinct)
             ax.set_xticklabels([format_tick(x) for x in distinct])
             ax.minorticks_off()
-    ax.set_xlabel(args.x + (f" ({x_unit})" if x_unit else ""))
+    ax.set_xlabel(args.x + (f" ({x_unit})" if x_unit else "")
+                  + (", log scale" if x_scale == "log" else ""))
     ax.set_ylabel("goodput (useful training time / wall time)")
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize=9, loc="best")
-    ax.set_title(f"goodput against {args.x}  ({os.path.basename(args.csv)})", fontsize=11)
+    name = sweep_name(args.csv)
+    ax.set_title((f"{name}: " if name else "") + f"goodput against {args.x}", fontsize=11)
     fig.tight_layout()
     save(fig, output)
 
@@ -967,19 +1093,25 @@ def parse_args(argv):
     compare.add_argument("dir_a", metavar="DIR_A")
     compare.add_argument("dir_b", metavar="DIR_B")
     compare.add_argument("--labels", nargs=2, metavar=("A", "B"),
-                         help="legend names (default: the directory names)")
+                         help="legend names (default: the scenarios' names, else the "
+                              "directory names)")
     compare.add_argument("-o", "--output", metavar="FILE.png", help="default: DIR_A/compare.png")
     compare.set_defaults(run=command_compare)
 
     sweep = commands.add_parser(
         "sweep", help="a metric against a swept setting (from `prismsim sweep`)",
-        description="p50 (line), p50..p95 (band), p99 (dashed) and min..max (light band) "
-                    "of a metric against the values of one swept setting.")
+        description="p50, p50..p95, p99 and min..max of a metric against the values of one "
+                    "swept setting: lines and bands for numbers, points and bars for "
+                    "categories; the no-variation baseline (step time) as a dotted line; the "
+                    "study's name (sweep.json) in the title.")
     sweep.add_argument("csv", metavar="SWEEP.csv")
     sweep.add_argument("--x", required=True, metavar="COLUMN", help="the swept setting on x")
     sweep.add_argument("--series", metavar="COLUMN", help="one line per value of this column")
     sweep.add_argument("--metric", choices=("step_time", "job_time"), default="step_time")
-    sweep.add_argument("--log-x", action="store_true", help="logarithmic x axis")
+    sweep.add_argument("--x-scale", choices=("auto", "linear", "log"), default="auto",
+                       help="x axis of a numeric setting (default auto: log when its values "
+                            f"are positive and span more than {LOG_DECADES} decades)")
+    sweep.add_argument("--log-x", action="store_true", help="the same as --x-scale log")
     sweep.add_argument("-o", "--output", metavar="FILE.png",
                        help="default: sweep-METRIC.png next to SWEEP.csv")
     sweep.set_defaults(run=command_sweep)
@@ -1002,7 +1134,10 @@ def parse_args(argv):
     goodput.add_argument("csv", metavar="SWEEP.csv")
     goodput.add_argument("--x", required=True, metavar="COLUMN")
     goodput.add_argument("--series", metavar="COLUMN", help="one line per value of this column")
-    goodput.add_argument("--log-x", action="store_true", help="logarithmic x axis")
+    goodput.add_argument("--x-scale", choices=("auto", "linear", "log"), default="auto",
+                         help="x axis of a numeric setting (default auto: log when its values "
+                              f"are positive and span more than {LOG_DECADES} decades)")
+    goodput.add_argument("--log-x", action="store_true", help="the same as --x-scale log")
     goodput.add_argument("-o", "--output", metavar="FILE.png",
                          help="default: goodput.png next to SWEEP.csv")
     goodput.set_defaults(run=command_goodput)

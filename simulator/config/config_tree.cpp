@@ -3,9 +3,14 @@
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <optional>
+#include <sstream>
 
 #include <fmt/format.h>
-#include <yaml-cpp/yaml.h>
+#include <yaml-cpp/eventhandler.h>
+#include <yaml-cpp/exceptions.h>
+#include <yaml-cpp/mark.h>
+#include <yaml-cpp/parser.h>
 
 #include "core/files.hpp"
 
@@ -39,56 +44,186 @@ SourceLoc location(const Origin& origin, const YAML::Mark& mark) {
   return SourceLoc{origin.file, mark.line + 1 + origin.line_offset, column};
 }
 
-ConfigNode convert(const YAML::Node& node, const Origin& origin, Diagnostics& diags) {
-  ConfigNode out;
-  out.loc = location(origin, node.Mark());
-  switch (node.Type()) {
-    case YAML::NodeType::Undefined:
-    case YAML::NodeType::Null:
-      out.kind = ConfigNode::Kind::Null;
-      break;
-    case YAML::NodeType::Scalar:
-      out.kind = ConfigNode::Kind::Scalar;
-      out.scalar = node.Scalar();
-      break;
-    case YAML::NodeType::Sequence:
-      out.kind = ConfigNode::Kind::Sequence;
-      for (const auto& item : node) out.items.push_back(convert(item, origin, diags));
-      break;
-    case YAML::NodeType::Map: {
-      out.kind = ConfigNode::Kind::Map;
-      std::map<std::string, int> first_line;
-      for (const auto& pair : node) {
-        const SourceLoc key_loc = location(origin, pair.first.Mark());
-        if (!pair.first.IsScalar()) {
-          diags.error(key_loc, "keys must be plain names");
-          continue;
-        }
-        const std::string key = pair.first.Scalar();
-        auto [it, inserted] = first_line.emplace(key, key_loc.line);
-        if (!inserted) {
-          diags.error(key_loc, fmt::format("duplicate key '{}' (first defined at line {})", key,
-                                           it->second));
-          continue;
-        }
-        out.entries.push_back({key, key_loc, convert(pair.second, origin, diags)});
-      }
-      break;
-    }
+/// Thrown by the handler to stop yaml-cpp's parser; the diagnostic is already collected.
+struct StopParsing {};
+
+/// Builds a ConfigNode tree from yaml-cpp's parser events, without yaml-cpp's node graph: values
+/// are counted as they come, aliases included (each copies its anchor's tree), so that a small
+/// file of nested aliases cannot expand to billions of values before anything is checked.
+class TreeBuilder : public YAML::EventHandler {
+ public:
+  TreeBuilder(const Origin& origin, Diagnostics& diags) : origin_(origin), diags_(diags) {}
+
+  ConfigNode take_root() { return std::move(root_); }
+
+  void OnDocumentStart(const YAML::Mark&) override {}
+  void OnDocumentEnd() override {}
+  void OnAnchor(const YAML::Mark&, const std::string& name) override { anchor_name_ = name; }
+
+  void OnNull(const YAML::Mark& mark, YAML::anchor_t anchor) override {
+    open(mark, ConfigNode::Kind::Null, anchor);
+    close();
   }
-  return out;
-}
+  void OnScalar(const YAML::Mark& mark, const std::string&, YAML::anchor_t anchor,
+                const std::string& value) override {
+    open(mark, ConfigNode::Kind::Scalar, anchor);
+    stack_.back().node.scalar = value;
+    close();
+  }
+  void OnSequenceStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t anchor,
+                       YAML::EmitterStyle::value) override {
+    open(mark, ConfigNode::Kind::Sequence, anchor);
+  }
+  void OnSequenceEnd() override { close(); }
+  void OnMapStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t anchor,
+                  YAML::EmitterStyle::value) override {
+    open(mark, ConfigNode::Kind::Map, anchor);
+  }
+  void OnMapEnd() override { close(); }
+
+  void OnAlias(const YAML::Mark& mark, YAML::anchor_t anchor) override {
+    const auto it = anchors_.find(anchor);
+    if (it == anchors_.end()) {  // yaml-cpp rejects unknown anchors: this one is still open
+      fail(mark, fmt::format("alias{} refers to a value that holds it", name_of(anchor)));
+    }
+    count(mark, it->second.size, anchor);
+    add(ConfigNode(it->second.node), it->second.size);
+  }
+
+ private:
+  struct Frame {
+    ConfigNode node;
+    YAML::anchor_t anchor = YAML::NullAnchor;
+    size_t size = 1;  ///< values in this subtree, itself included
+    std::optional<ConfigNode> key;  ///< a map's key waiting for its value
+    std::map<std::string, int> first_line;  ///< a map's keys, for duplicates
+  };
+  struct Anchored {
+    ConfigNode node;
+    size_t size = 0;
+  };
+
+  [[noreturn]] void fail(const YAML::Mark& mark, std::string message) {
+    diags_.error(location(origin_, mark), std::move(message));
+    throw StopParsing{};
+  }
+
+  std::string name_of(YAML::anchor_t anchor) const {
+    const auto it = names_.find(anchor);
+    return it == names_.end() ? "" : fmt::format(" '*{}'", it->second);
+  }
+
+  void count(const YAML::Mark& mark, size_t values, YAML::anchor_t alias) {
+    values_ += values;
+    if (values_ <= kMaxConfigValues) return;
+    fail(mark, alias == YAML::NullAnchor
+                   ? fmt::format("more than {} values in one file", kMaxConfigValues)
+                   : fmt::format("alias{} makes the file hold more than {} values (an alias "
+                                 "counts the values it repeats)",
+                                 name_of(alias), kMaxConfigValues));
+  }
+
+  void open(const YAML::Mark& mark, ConfigNode::Kind kind, YAML::anchor_t anchor) {
+    count(mark, 1, YAML::NullAnchor);
+    if (anchor != YAML::NullAnchor && !anchor_name_.empty()) names_[anchor] = anchor_name_;
+    anchor_name_.clear();
+    Frame frame;
+    frame.node.kind = kind;
+    frame.node.loc = location(origin_, mark);
+    frame.anchor = anchor;
+    stack_.push_back(std::move(frame));
+  }
+
+  void close() {
+    Frame frame = std::move(stack_.back());
+    stack_.pop_back();
+    if (frame.anchor != YAML::NullAnchor) anchors_[frame.anchor] = {frame.node, frame.size};
+    add(std::move(frame.node), frame.size);
+  }
+
+  /// Adds a finished value to the collection being built, or makes it the document.
+  void add(ConfigNode node, size_t size) {
+    if (stack_.empty()) {
+      root_ = std::move(node);
+      return;
+    }
+    Frame& parent = stack_.back();
+    parent.size += size;
+    if (parent.node.is_sequence()) {
+      parent.node.items.push_back(std::move(node));
+      return;
+    }
+    if (!parent.key) {
+      parent.key = std::move(node);
+      return;
+    }
+    ConfigNode key = std::move(*parent.key);
+    parent.key.reset();
+    if (!key.is_scalar()) {
+      diags_.error(key.loc, "keys must be plain names");
+      return;
+    }
+    auto [it, inserted] = parent.first_line.emplace(key.scalar, key.loc.line);
+    if (!inserted) {
+      diags_.error(key.loc, fmt::format("duplicate key '{}' (first defined at line {})",
+                                        key.scalar, it->second));
+      return;
+    }
+    parent.node.entries.push_back({std::move(key.scalar), key.loc, std::move(node)});
+  }
+
+  const Origin& origin_;
+  Diagnostics& diags_;
+  std::vector<Frame> stack_;
+  ConfigNode root_;
+  std::map<YAML::anchor_t, Anchored> anchors_;
+  std::map<YAML::anchor_t, std::string> names_;
+  std::string anchor_name_;
+  size_t values_ = 0;
+};
+
+/// Where a second document starts.
+struct SecondDocumentAt {
+  YAML::Mark mark;
+};
+
+/// Stops at the start of a second document.
+class SecondDocument : public YAML::EventHandler {
+ public:
+  void OnDocumentStart(const YAML::Mark& mark) override { throw SecondDocumentAt{mark}; }
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                const std::string&) override {}
+  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                       YAML::EmitterStyle::value) override {}
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                  YAML::EmitterStyle::value) override {}
+  void OnMapEnd() override {}
+};
 
 ConfigNode parse(const std::string& text, const Origin& origin, Diagnostics& diags) {
-  YAML::Node root;
+  std::istringstream in(text);
+  TreeBuilder builder(origin, diags);
+  bool fatal = true;  // until the parser has read one whole document and nothing after it
   try {
-    root = YAML::Load(text);
+    YAML::Parser parser(in);
+    parser.HandleNextDocument(builder);
+    SecondDocument second;
+    parser.HandleNextDocument(second);
+    fatal = false;
+  } catch (const SecondDocumentAt& second) {
+    diags.error(location(origin, second.mark),
+                "a second YAML document starts here; a file holds one document");
   } catch (const YAML::ParserException& e) {
     // yaml-cpp messages are lowercase already ("end of sequence flow not found").
     diags.error(location(origin, e.mark), fmt::format("invalid YAML: {}", e.msg));
-    diags.throw_if_any();
+  } catch (const StopParsing&) {
   }
-  ConfigNode tree = convert(root, origin, diags);
+  if (fatal) diags.throw_if_any();
+  ConfigNode tree = builder.take_root();
   if (tree.kind == ConfigNode::Kind::Null) tree.loc = SourceLoc{origin.file, 1, 1};
   return tree;
 }
@@ -102,9 +237,9 @@ std::string parent_directory(const std::string& path) {
 ConfigNode load_yaml_file(const std::string& path, const SourceLoc& included_from,
                           Diagnostics& diags) {
   std::string reason;
-  const auto text = read_file(path, &reason);
+  const auto text = read_file(path, &reason, kMaxConfigFileBytes);
   if (!text) {
-    diags.error(included_from, fmt::format("cannot read '{}': {}", path, reason));
+    diags.error(included_from, fmt::format("cannot read {}: {}", quoted_path(path), reason));
     diags.throw_if_any();
   }
   Origin origin{std::make_shared<const std::string>(path), 0, 0};

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <cstddef>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -7,6 +8,10 @@
 #include "core/diagnostics.hpp"
 
 namespace prismsim {
+
+/// The most values (scalars, lists, maps, nulls) one YAML file may hold, each alias counting the
+/// values of what it repeats: far above any scenario, far below what exhausts memory.
+constexpr size_t kMaxConfigValues = 1'000'000;
 
 struct ConfigEntry;
 
@@ -39,8 +44,9 @@ struct ConfigEntry {
 const char* kind_name(ConfigNode::Kind kind);
 
 /// Reads a YAML file into a ConfigNode tree. Duplicate keys and non-scalar keys are reported to
-/// `diags`; unreadable files and syntax errors throw InputError located at `included_from`
-/// (unreadable) or in the file (syntax).
+/// `diags`; unreadable files (missing, not regular files, over kMaxConfigFileBytes) throw
+/// InputError located at `included_from`; syntax errors, a second document and more than
+/// kMaxConfigValues values (aliases expanded) throw InputError located in the file.
 ConfigNode load_yaml_file(const std::string& path, const SourceLoc& included_from,
                           Diagnostics& diags);
 

@@ -4,10 +4,14 @@
 
 #include <fmt/format.h>
 
+#include "config/limits.hpp"
 #include "core/units.hpp"
 
 namespace prismsim {
 namespace {
+
+/// The host's time per step: up to an hour.
+constexpr ValueRange kHostStep{0, 3600, "0s", "1h"};
 
 /// "a, b or c".
 std::string alternatives(const std::vector<std::string>& names) {
@@ -128,10 +132,11 @@ void read_host(MapReader& r, Scenario& s) {
   const ConfigNode* node = r.map("host", false);
   if (node == nullptr) return;
   MapReader h(*node, "host", r.diags());
-  assign(s.host.kernel_launch_s, h.quantity("kernel_launch", false, units::parse_duration));
+  assign(s.host.kernel_launch_s,
+         h.quantity("kernel_launch", false, units::parse_duration, limits::kLatency));
   assign(s.host.collective_launch_s,
-         h.quantity("collective_launch", false, units::parse_duration));
-  assign(s.host.step_s, h.quantity("step", false, units::parse_duration));
+         h.quantity("collective_launch", false, units::parse_duration, limits::kLatency));
+  assign(s.host.step_s, h.quantity("step", false, units::parse_duration, kHostStep));
   h.finish();
 }
 

@@ -112,6 +112,25 @@ std::optional<double> MapReader::number(std::string_view key, bool required, dou
   return result;
 }
 
+std::optional<double> MapReader::number(std::string_view key, bool required,
+                                        const ValueRange& range) {
+  const auto value = number(key, required, std::numeric_limits<double>::lowest(), false);
+  if (!value) return value;
+  return in_range(*node_.find(key), path_of(key), value, range, diags_);
+}
+
+std::optional<double> in_range(const ConfigNode& node, const std::string& path,
+                               std::optional<double> value, const ValueRange& range,
+                               Diagnostics& diags) {
+  if (!value) return value;
+  const bool low = range.min_exclusive ? !(*value > range.min) : !(*value >= range.min);
+  if (!low && *value <= range.max) return value;
+  diags.error(node.loc, fmt::format("'{}' must be {} {} and at most {}, got '{}'", path,
+                                    range.min_exclusive ? "greater than" : "at least",
+                                    range.min_text, range.max_text, node.scalar));
+  return std::nullopt;
+}
+
 std::optional<double> read_quantity(const ConfigNode& node, const std::string& path,
                                     QuantityParser parser, Diagnostics& diags) {
   if (!node.is_scalar()) {
@@ -133,6 +152,13 @@ std::optional<double> MapReader::quantity(std::string_view key, bool required,
   const ConfigNode* value = get(key, required);
   if (value == nullptr) return std::nullopt;
   return read_quantity(*value, path_of(key), parser, diags_);
+}
+
+std::optional<double> MapReader::quantity(std::string_view key, bool required,
+                                          QuantityParser parser, const ValueRange& range) {
+  const auto value = quantity(key, required, parser);
+  if (!value) return value;
+  return in_range(*node_.find(key), path_of(key), value, range, diags_);
 }
 
 std::optional<double> MapReader::positive_quantity(std::string_view key, bool required,

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "config/config_tree.hpp"
+#include "config/limits.hpp"
 #include "core/diagnostics.hpp"
 
 namespace prismsim {
@@ -35,7 +36,12 @@ class MapReader {
   std::optional<bool> boolean(std::string_view key, bool required);
   std::optional<double> number(std::string_view key, bool required, double min_value,
                                bool min_exclusive);
+  /// A number in `range`.
+  std::optional<double> number(std::string_view key, bool required, const ValueRange& range);
   std::optional<double> quantity(std::string_view key, bool required, QuantityParser parser);
+  /// A quantity in `range`.
+  std::optional<double> quantity(std::string_view key, bool required, QuantityParser parser,
+                                 const ValueRange& range);
   /// A quantity that must be greater than zero.
   std::optional<double> positive_quantity(std::string_view key, bool required,
                                           QuantityParser parser);
@@ -74,6 +80,11 @@ template <typename T, typename U>
 void assign(T& field, const std::optional<U>& value) {
   if (value) field = static_cast<T>(*value);
 }
+
+/// `value` (read from `node`) when it lies in `range`; else reports it and returns nullopt.
+std::optional<double> in_range(const ConfigNode& node, const std::string& path,
+                               std::optional<double> value, const ValueRange& range,
+                               Diagnostics& diags);
 
 /// Reads a scalar node as a quantity; reports and returns nullopt when invalid.
 std::optional<double> read_quantity(const ConfigNode& node, const std::string& path,

@@ -36,24 +36,19 @@ const std::vector<std::string> kTransformerOnlyKeys = {
 
 const std::vector<std::string> kPrecisionNames = {"fp32", "tf32", "bf16", "fp16", "fp8"};
 
-/// A fraction in (0, 1].
+/// An achievable fraction of a peak, in [0.001, 1].
 std::optional<double> read_fraction(MapReader& r, std::string_view key) {
-  auto value = r.number(key, false, 0.0, true);
-  if (value && *value > 1.0) {
-    r.diags().error(r.get(key, false)->loc,
-                    fmt::format("'{}' must be at most 1, got {}", r.path_of(key), *value));
-    return std::nullopt;
-  }
-  return value;
+  return r.number(key, false, limits::kFraction);
 }
 
 /// Reads bandwidth, latency and efficiency from `r`; `latency` may be replaced by a distance.
 LinkSpec read_link_fields(MapReader& r, bool allow_distance) {
   LinkSpec link;
-  assign(link.bandwidth_Bps, r.quantity("bandwidth", true, units::parse_bandwidth));
+  assign(link.bandwidth_Bps,
+         r.quantity("bandwidth", true, units::parse_bandwidth, limits::kBandwidth));
   assign(link.efficiency, read_fraction(r, "efficiency"));
   if (!allow_distance) {
-    assign(link.latency_s, r.quantity("latency", true, units::parse_duration));
+    assign(link.latency_s, r.quantity("latency", true, units::parse_duration, limits::kLatency));
     return link;
   }
   const bool has_distance = r.get("distance", false) != nullptr;
@@ -62,11 +57,15 @@ LinkSpec read_link_fields(MapReader& r, bool allow_distance) {
     r.diags().error(r.loc(), fmt::format("'{}' needs one of 'latency' and 'distance'",
                                          r.path()));
   }
-  if (has_latency) assign(link.latency_s, r.quantity("latency", true, units::parse_duration));
+  if (has_latency) {
+    assign(link.latency_s, r.quantity("latency", true, units::parse_duration, limits::kLatency));
+  }
   if (has_distance) {
-    auto km = r.quantity("distance", true, units::parse_distance_km);
+    auto km = r.quantity("distance", true, units::parse_distance_km, limits::kDistance);
     double inflation = kDefaultRouteInflation;
-    if (auto given = r.number("route_inflation", false, 1.0, false)) inflation = *given;
+    if (auto given = r.number("route_inflation", false, limits::kRouteInflation)) {
+      inflation = *given;
+    }
     if (km) link.latency_s = *km * kFibreSecondsPerKm * inflation;
   } else if (r.get("route_inflation", false) != nullptr) {
     r.diags().error(r.get("route_inflation", false)->loc,
@@ -91,7 +90,8 @@ CollectiveTuning read_collectives(MapReader& parent) {
   MapReader r(*node, parent.path_of("collectives"), parent.diags());
   assign(tuning.channels, r.integer("channels", false, 1, 64));
   assign(tuning.p2p_channels, r.integer("p2p_channels", false, 1, 64));
-  assign(tuning.launch_latency_s, r.quantity("launch_latency", false, units::parse_duration));
+  assign(tuning.launch_latency_s,
+         r.quantity("launch_latency", false, units::parse_duration, limits::kLatency));
   assign(tuning.local_copy_efficiency, read_fraction(r, "local_copy_efficiency"));
   if (const ConfigNode* list = r.list("protocols", false)) {
     tuning.protocols.clear();
@@ -101,8 +101,10 @@ CollectiveTuning read_collectives(MapReader& parent) {
       ProtocolSpec protocol;
       assign(protocol.name, p.string("name", true));
       assign(protocol.bandwidth_efficiency, read_fraction(p, "bandwidth_efficiency"));
-      assign(protocol.base_latency_s, p.quantity("base_latency", false, units::parse_duration));
-      assign(protocol.step_latency_s, p.quantity("step_latency", false, units::parse_duration));
+      assign(protocol.base_latency_s,
+             p.quantity("base_latency", false, units::parse_duration, limits::kLatency));
+      assign(protocol.step_latency_s,
+             p.quantity("step_latency", false, units::parse_duration, limits::kLatency));
       assign(protocol.streamed, p.boolean("streamed", false));
       p.finish();
       tuning.protocols.push_back(protocol);
@@ -130,14 +132,17 @@ GpuSpec read_gpu(MapReader& parent) {
                                     near.empty() ? "" : fmt::format(" (did you mean '{}'?)", near)));
         continue;
       }
-      if (auto rate = read_quantity(entry.value, path, units::parse_flop_rate, r.diags())) {
+      if (auto rate = in_range(entry.value, path,
+                               read_quantity(entry.value, path, units::parse_flop_rate, r.diags()),
+                               limits::kFlopRate, r.diags())) {
         gpu.peak_flops[static_cast<Precision>(it - kPrecisionNames.begin())] = *rate;
       }
     }
     if (peaks->entries.empty()) r.diags().error(peaks->loc, "'platform.gpu.peak_flops' is empty");
   }
-  assign(gpu.memory_bytes, r.positive_quantity("memory", true, units::parse_bytes));
-  assign(gpu.memory_bandwidth_Bps, r.quantity("memory_bandwidth", true, units::parse_bandwidth));
+  assign(gpu.memory_bytes, r.quantity("memory", true, units::parse_bytes, limits::kGpuMemory));
+  assign(gpu.memory_bandwidth_Bps,
+         r.quantity("memory_bandwidth", true, units::parse_bandwidth, limits::kBandwidth));
   assign(gpu.efficiency, read_fraction(r, "efficiency"));
   if (const ConfigNode* compute = r.map("compute", false)) {
     MapReader c(*compute, r.path_of("compute"), r.diags());
@@ -155,11 +160,13 @@ GpuSpec read_gpu(MapReader& parent) {
     } else {
       assign(m.gemm_efficiency, read_fraction(c, "gemm_efficiency"));
     }
-    assign(m.gemm_half_size, c.number("gemm_half_size", false, 0.0, false));
-    assign(m.gemm_latency_s, c.quantity("gemm_latency", false, units::parse_duration));
+    assign(m.gemm_half_size, c.number("gemm_half_size", false, limits::kGemmHalfSize));
+    assign(m.gemm_latency_s,
+           c.quantity("gemm_latency", false, units::parse_duration, limits::kLatency));
     assign(m.attention_efficiency, read_fraction(c, "attention_efficiency"));
     assign(m.memory_efficiency, read_fraction(c, "memory_efficiency"));
-    assign(m.kernel_overhead_s, c.quantity("kernel_overhead", false, units::parse_duration));
+    assign(m.kernel_overhead_s,
+           c.quantity("kernel_overhead", false, units::parse_duration, limits::kLatency));
     c.finish();
   }
   r.finish();
@@ -196,19 +203,18 @@ FabricSpec read_fabric(MapReader& parent, const LinkSpec& nic) {
                                   "got {}", path, fabric.oversubscription.size(), values.size()));
     } else {
       for (size_t i = 0; i < values.size(); ++i) {
+        // (A down:up port ratio.)
         auto ratio = read_quantity(*values[i], path, units::parse_count, r.diags());
-        if (ratio && *ratio < 1.0) {
-          r.diags().error(values[i]->loc,
-                          fmt::format("'{}' must be at least 1 (down:up port ratio), got {}",
-                                      path, values[i]->scalar));
-        } else if (ratio) {
-          fabric.oversubscription[i] = *ratio;
+        if (auto kept = in_range(*values[i], path, ratio, limits::kOversubscription, r.diags())) {
+          fabric.oversubscription[i] = *kept;
         }
       }
     }
   }
-  assign(fabric.port_bandwidth_Bps, r.quantity("port_bandwidth", false, units::parse_bandwidth));
-  assign(fabric.hop_latency_s, r.quantity("hop_latency", false, units::parse_duration));
+  assign(fabric.port_bandwidth_Bps,
+         r.quantity("port_bandwidth", false, units::parse_bandwidth, limits::kBandwidth));
+  assign(fabric.hop_latency_s,
+         r.quantity("hop_latency", false, units::parse_duration, limits::kLatency));
   r.finish();
   return fabric;
 }
@@ -270,7 +276,7 @@ PlatformSpec read_platform(const ConfigNode& node, Diagnostics& diags) {
       }
       wan.link = read_link_fields(w, true);
       assign(wan.path_bandwidth_Bps,
-             w.positive_quantity("path_bandwidth", false, units::parse_bandwidth));
+             w.quantity("path_bandwidth", false, units::parse_bandwidth, limits::kBandwidth));
       w.finish();
       platform.wan.push_back(wan);
     }
@@ -280,11 +286,12 @@ PlatformSpec read_platform(const ConfigNode& node, Diagnostics& diags) {
   return platform;
 }
 
-/// A positive count written as an integer or with a suffix ("128K").
-std::optional<int64_t> read_size(MapReader& r, std::string_view key, bool required) {
-  auto value = r.positive_quantity(key, required, units::parse_count);
+/// A positive count written as an integer or with a suffix ("128K"), in `range`.
+std::optional<int64_t> read_size(MapReader& r, std::string_view key, bool required,
+                                 const ValueRange& range) {
+  auto value = r.quantity(key, required, units::parse_count, range);
   if (!value) return std::nullopt;
-  if (*value != std::floor(*value) || *value > 1e15) {
+  if (*value != std::floor(*value)) {
     r.diags().error(r.get(key, false)->loc,
                     fmt::format("'{}' must be a whole number, got {}", r.path_of(key), *value));
     return std::nullopt;
@@ -298,15 +305,15 @@ TransformerSpec read_model(MapReader& parent) {
   if (node == nullptr) return m;
   MapReader r(*node, parent.path_of("model"), parent.diags());
   assign(m.layers, r.integer("layers", true, 1, 100000));
-  assign(m.hidden, read_size(r, "hidden", true));
+  assign(m.hidden, read_size(r, "hidden", true, limits::kModelWidth));
   m.ffn = 4 * m.hidden;
-  assign(m.ffn, read_size(r, "ffn", false));
+  assign(m.ffn, read_size(r, "ffn", false, limits::kModelWidth));
   assign(m.mlp, r.choice("mlp", false, {"gelu", "swiglu"}));
-  assign(m.heads, read_size(r, "heads", true));
+  assign(m.heads, read_size(r, "heads", true, limits::kModelWidth));
   m.kv_heads = m.heads;
-  assign(m.kv_heads, read_size(r, "kv_heads", false));
-  assign(m.vocab, read_size(r, "vocab", true));
-  assign(m.sequence, read_size(r, "sequence", true));
+  assign(m.kv_heads, read_size(r, "kv_heads", false, limits::kModelWidth));
+  assign(m.vocab, read_size(r, "vocab", true, limits::kModelVocab));
+  assign(m.sequence, read_size(r, "sequence", true, limits::kModelSequence));
   assign(m.attention, r.choice("attention", false, {"flash", "unfused"}));
   assign(m.causal, r.boolean("causal", false));
   assign(m.tied_embeddings, r.boolean("tied_embeddings", false));
@@ -332,9 +339,10 @@ WorkloadSpec read_workload(const ConfigNode& node, Diagnostics& diags) {
     if (const ConfigNode* layer = r.map("layer", true)) {
       MapReader l(*layer, "workload.layer", diags);
       assign(workload.parameters_per_layer,
-             l.positive_quantity("parameters", true, units::parse_count));
+             l.quantity("parameters", true, units::parse_count, limits::kLayerParameters));
       assign(workload.forward_flops_per_sample_per_layer,
-             l.positive_quantity("forward_flops_per_sample", true, units::parse_flops));
+             l.quantity("forward_flops_per_sample", true, units::parse_flops,
+                        limits::kLayerFlops));
       l.finish();
     }
   } else {
@@ -403,7 +411,7 @@ void read_run_settings(MapReader& r, Scenario& s) {
       }
     }
     assign(s.parallelism.gradient_bucket_bytes,
-           p.positive_quantity("gradient_bucket", false, units::parse_bytes));
+           p.quantity("gradient_bucket", false, units::parse_bytes, limits::kBucket));
     assign(s.parallelism.overlap_gradient_reduce, p.boolean("overlap_gradient_reduce", false));
     read_framework_mechanics(p, s);
     p.finish();

@@ -1,10 +1,7 @@
 #include "config/sweep_loader.hpp"
 
 #include <algorithm>
-#include <cerrno>
-#include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <memory>
 #include <optional>
 
@@ -12,6 +9,7 @@
 
 #include "config/config_tree.hpp"
 #include "config/map_reader.hpp"
+#include "core/files.hpp"
 
 namespace prismsim {
 namespace {
@@ -275,13 +273,9 @@ SweepSpec load_sweep(const std::string& path) {
     spec.scenario_as_written = *scenario;
     spec.scenario_loc = root.find("scenario")->loc;
     spec.scenario = (std::filesystem::path(base) / *scenario).lexically_normal().string();
-    std::error_code ec;
-    if (std::filesystem::is_directory(spec.scenario, ec)) {
-      diags.error(spec.scenario_loc,
-                  fmt::format("cannot read scenario '{}': it is a directory", spec.scenario));
-    } else if (!std::ifstream(spec.scenario)) {
-      diags.error(spec.scenario_loc, fmt::format("cannot read scenario '{}': {}", spec.scenario,
-                                                 std::strerror(errno)));
+    if (const auto problem = regular_file_problem(spec.scenario)) {
+      diags.error(spec.scenario_loc, fmt::format("cannot read scenario {}: {}",
+                                                 quoted_path(spec.scenario), *problem));
     }
   }
   if (const ConfigNode* set = r.list("set", false)) {

@@ -157,7 +157,8 @@ FailureComponentSpec read_component(const ConfigNode& node, const std::string& p
       diags.error(slowdown->loc, fmt::format("'{}' applies to effect 'degrade' only",
                                              r.path_of("slowdown")));
     } else {
-      c.slowdown = read_distribution_spec(*slowdown, r.path_of("slowdown"), true, diags);
+      c.slowdown =
+          read_distribution_spec(*slowdown, r.path_of("slowdown"), limits::kFactor, diags);
     }
   }
   if (c.effect == FailureEffect::degrade && !c.has_detect && r.valid()) {

@@ -2,13 +2,14 @@
 
 #include <algorithm>
 #include <cmath>
-#include <fstream>
+#include <sstream>
 #include <limits>
 #include <memory>
 
 #include <fmt/format.h>
 
 #include "config/map_reader.hpp"
+#include "core/files.hpp"
 #include "core/text.hpp"
 #include "core/units.hpp"
 
@@ -16,14 +17,13 @@ namespace prismsim {
 namespace {
 
 constexpr double kAnyNumber = std::numeric_limits<double>::lowest();
+/// A mixture's weights are normalised; this keeps their sum finite.
+constexpr double kMaxMixtureWeight = 1e6;
 const std::vector<std::string> kFamilies = {"normal",    "lognormal", "gamma",   "uniform",
                                             "empirical", "mixture",   "constant"};
 
-/// What values a distribution may take.
-enum class Support { positive, any };
-
-DistributionSpec read_distribution(const ConfigNode& node, const std::string& path, Support support,
-                                   Diagnostics& diags);
+DistributionSpec read_distribution(const ConfigNode& node, const std::string& path,
+                                   const ValueRange& values, Diagnostics& diags);
 
 /// Samples from a file: one number per line; blank lines and lines starting with '#' are skipped.
 std::vector<double> read_sample_file(const ConfigNode& node, const std::string& path,
@@ -31,14 +31,17 @@ std::vector<double> read_sample_file(const ConfigNode& node, const std::string& 
   const std::string dir = parent_directory(*node.loc.file);
   const std::string file =
       dir.empty() || node.scalar.starts_with('/') ? node.scalar : dir + "/" + node.scalar;
-  std::ifstream in(file);
-  if (!in) {
-    diags.error(node.loc, fmt::format("'{}': cannot read sample file '{}'", path, file));
+  std::string reason;
+  const auto text = read_file(file, &reason, kMaxConfigFileBytes);
+  if (!text) {
+    diags.error(node.loc, fmt::format("'{}': cannot read sample file {}: {}", path,
+                                      quoted_path(file), reason));
     return {};
   }
   std::vector<double> samples;
-  std::string line;
   const auto shared = std::make_shared<const std::string>(file);
+  std::istringstream in(*text);
+  std::string line;
   for (int number = 1; std::getline(in, line); ++number) {
     const auto fields = split_fields(line, ' ');
     if (fields.empty() || fields[0].starts_with('#')) continue;
@@ -53,11 +56,18 @@ std::vector<double> read_sample_file(const ConfigNode& node, const std::string& 
   return samples;
 }
 
-/// The parameters of one family, from the map `r` (the value of the family's key).
-void read_family(DistributionSpec& d, MapReader& r, Support support) {
+/// The parameters of one family, from the map `r` (the value of the family's key). Its values
+/// lie in `values`: every location parameter (mean, median, floor, shift, bounds, samples) in it,
+/// spreads (stddev, scale) at most its upper end, a lognormal's sigma at most kMaxLogSigma.
+void read_family(DistributionSpec& d, MapReader& r, const ValueRange& values) {
   using Family = DistributionSpec::Family;
   Diagnostics& diags = r.diags();
-  const double low = support == Support::positive ? 0.0 : kAnyNumber;
+  const bool positive = values.min > 0;
+  // Floors and shifts of positive laws may be 0; their draws still exceed it.
+  const ValueRange offset{positive ? 0.0 : values.min, values.max, positive ? "0" : values.min_text,
+                          values.max_text};
+  const ValueRange spread{0, values.max, "0", values.max_text, true};
+  const ValueRange sigma{0, limits::kMaxLogSigma, "0", "5", true};
   auto pick_one = [&](const std::vector<std::string>& keys) -> std::string {
     std::string found;
     for (const auto& key : keys) {
@@ -76,10 +86,10 @@ void read_family(DistributionSpec& d, MapReader& r, Support support) {
   };
   switch (d.family) {
     case Family::normal: {
-      assign(d.mean, r.number("mean", true, kAnyNumber, false));
-      assign(d.stddev, r.number("stddev", true, 0.0, true));
-      d.floor = support == Support::positive ? 0.0 : -std::numeric_limits<double>::infinity();
-      assign(d.floor, r.number("floor", false, low, false));
+      assign(d.mean, r.number("mean", true, values));
+      assign(d.stddev, r.number("stddev", true, spread));
+      d.floor = positive ? 0.0 : -std::numeric_limits<double>::infinity();
+      assign(d.floor, r.number("floor", false, offset));
       if (d.stddev > 0 && d.floor > d.mean + 3 * d.stddev) {
         diags.error(r.loc(), fmt::format("'{}': the floor {} leaves almost nothing of a normal "
                                          "of mean {} and stddev {}",
@@ -88,18 +98,25 @@ void read_family(DistributionSpec& d, MapReader& r, Support support) {
       break;
     }
     case Family::lognormal: {
-      assign(d.sigma, r.number("sigma", true, 0.0, true));
-      assign(d.shift, r.number("shift", false, low, false));
+      assign(d.sigma, r.number("sigma", true, sigma));
+      assign(d.shift, r.number("shift", false, offset));
       const std::string by = pick_one({"mu", "median", "mean"});
       if (by == "mu") {
-        assign(d.mu, r.number("mu", true, kAnyNumber, false));
+        if (const auto mu = r.number("mu", true, kAnyNumber, false)) {
+          d.mu = *mu;
+          const double median = std::exp(*mu) + d.shift;
+          if (!(median >= values.min && median <= values.max)) {
+            diags.error(r.get("mu", false)->loc,
+                        fmt::format("'{}': the median e^mu + shift is {}, outside {} to {}",
+                                    r.path(), median, values.min_text, values.max_text));
+          }
+        }
       } else if (!by.empty()) {
-        const auto v = r.number(by, true, d.shift, true);
-        if (v) {
+        const auto v = r.number(by, true, values);
+        if (v && *v > d.shift) {
           d.mu = by == "median" ? std::log(*v - d.shift)
                                 : std::log(*v - d.shift) - d.sigma * d.sigma / 2;
-        }
-        if (!v && r.valid()) {
+        } else if (v) {
           diags.error(r.get(by, false)->loc,
                       fmt::format("'{}' must exceed the shift", r.path_of(by)));
         }
@@ -107,22 +124,33 @@ void read_family(DistributionSpec& d, MapReader& r, Support support) {
       break;
     }
     case Family::gamma: {
-      assign(d.shape, r.number("shape", true, 0.0, true));
-      assign(d.shift, r.number("shift", false, low, false));
+      assign(d.shape, r.number("shape", true, limits::kGammaShape));
+      assign(d.shift, r.number("shift", false, offset));
       const std::string by = pick_one({"scale", "mean"});
       if (by == "scale") {
-        assign(d.scale, r.number("scale", true, 0.0, true));
+        assign(d.scale, r.number("scale", true, spread));
+        if (d.scale > 0 && d.shape > 0 && !(d.shape * d.scale + d.shift <= values.max)) {
+          diags.error(r.get("scale", false)->loc,
+                      fmt::format("'{}': the mean shape x scale + shift is {}, more than {}",
+                                  r.path(), d.shape * d.scale + d.shift, values.max_text));
+        }
       } else if (!by.empty()) {
-        if (auto v = r.number("mean", true, d.shift, true); v && d.shape > 0) {
+        const auto v = r.number("mean", true, values);
+        if (v && *v > d.shift && d.shape > 0) {
           d.scale = (*v - d.shift) / d.shape;
+        } else if (v) {
+          diags.error(r.get("mean", false)->loc,
+                      fmt::format("'{}' must exceed the shift", r.path_of("mean")));
         }
       }
       break;
     }
     case Family::uniform: {
-      assign(d.low, r.number("min", true, low, support == Support::positive));
-      assign(d.high, r.number("max", true, kAnyNumber, false));
-      if (d.high <= d.low && r.get("max", false) != nullptr && r.get("min", false) != nullptr) {
+      const auto low = r.number("min", true, values);
+      const auto high = r.number("max", true, values);
+      assign(d.low, low);
+      assign(d.high, high);
+      if (low && high && *high <= *low) {
         diags.error(r.loc(), fmt::format("'{}': max must exceed min", r.path()));
       }
       break;
@@ -153,8 +181,10 @@ void read_family(DistributionSpec& d, MapReader& r, Support support) {
         diags.error(r.loc(), fmt::format("'{}' has no samples", r.path()));
       }
       for (double v : d.samples) {
-        if (support == Support::positive && v <= 0) {
-          diags.error(r.loc(), fmt::format("'{}': samples must be positive, got {}", r.path(), v));
+        if (!(v >= values.min && v <= values.max)) {
+          diags.error(r.loc(), fmt::format("'{}': samples must be at least {} and at most {}, "
+                                           "got {}",
+                                           r.path(), values.min_text, values.max_text, v));
           break;
         }
       }
@@ -166,8 +196,8 @@ void read_family(DistributionSpec& d, MapReader& r, Support support) {
   }
 }
 
-DistributionSpec read_mixture(const ConfigNode& list, const std::string& path, Support support,
-                              Diagnostics& diags) {
+DistributionSpec read_mixture(const ConfigNode& list, const std::string& path,
+                              const ValueRange& values, Diagnostics& diags) {
   DistributionSpec d;
   d.family = DistributionSpec::Family::mixture;
   if (!list.is_sequence() || list.items.empty()) {
@@ -194,9 +224,9 @@ DistributionSpec read_mixture(const ConfigNode& list, const std::string& path, S
         continue;
       }
       const auto w = entry.value.is_scalar() ? parse_number(entry.value.scalar) : std::nullopt;
-      if (!w || !(*w > 0) || !std::isfinite(*w)) {
-        diags.error(entry.value.loc,
-                    fmt::format("'{}.weight' must be a positive number", item_path));
+      if (!w || !(*w > 0) || !(*w <= kMaxMixtureWeight)) {
+        diags.error(entry.value.loc, fmt::format("'{}.weight' must be a positive number, at "
+                                                 "most {}", item_path, kMaxMixtureWeight));
       } else {
         weight = *w;
       }
@@ -204,28 +234,28 @@ DistributionSpec read_mixture(const ConfigNode& list, const std::string& path, S
     if (weight == 0 && item.find("weight") == nullptr) {
       diags.error(item.loc, fmt::format("'{}' needs a 'weight'", item_path));
     }
-    DistributionSpec component = read_distribution(rest, item_path, support, diags);
+    DistributionSpec component = read_distribution(rest, item_path, values, diags);
     if (component.family == DistributionSpec::Family::mixture) {
       diags.error(item.loc, fmt::format("'{}': mixtures cannot nest", item_path));
     }
     total += weight;
-    d.components.emplace_back(weight, std::move(component));
+    d.components.push_back({weight, std::move(component)});
   }
   for (auto& [weight, component] : d.components) weight = total > 0 ? weight / total : 0;
   return d;
 }
 
-DistributionSpec read_distribution(const ConfigNode& node, const std::string& path, Support support,
-                                   Diagnostics& diags) {
+DistributionSpec read_distribution(const ConfigNode& node, const std::string& path,
+                                   const ValueRange& values, Diagnostics& diags) {
   DistributionSpec d;
   const std::string expected =
       fmt::format("{} or a map with one of normal, lognormal, gamma, uniform, empirical, mixture",
-                  support == Support::positive ? "a positive number" : "a number");
+                  values.min > 0 ? "a positive number" : "a number");
   if (node.is_scalar()) {
     const auto v = parse_number(node.scalar);
-    if (!v || !std::isfinite(*v) || (support == Support::positive && *v <= 0)) {
+    if (!v || !std::isfinite(*v) || (values.min > 0 && *v <= 0)) {
       diags.error(node.loc, fmt::format("'{}' must be {}, got '{}'", path, expected, node.scalar));
-    } else {
+    } else if (in_range(node, path, v, values, diags)) {
       d.value = *v;
     }
     return d;
@@ -244,25 +274,26 @@ DistributionSpec read_distribution(const ConfigNode& node, const std::string& pa
                             near.empty() ? "" : fmt::format(" (did you mean '{}'?)", near)));
     return d;
   }
-  if (entry.key == "mixture") return read_mixture(entry.value, family_path, support, diags);
-  if (entry.key == "constant") return read_distribution(entry.value, family_path, support, diags);
+  if (entry.key == "mixture") return read_mixture(entry.value, family_path, values, diags);
+  if (entry.key == "constant") return read_distribution(entry.value, family_path, values, diags);
   d.family = static_cast<DistributionSpec::Family>(it - kFamilies.begin() + 1);
   if (!entry.value.is_map()) {
     diags.error(entry.value.loc, fmt::format("'{}' must be a map of parameters", family_path));
     return d;
   }
   MapReader r(entry.value, family_path, diags);
-  read_family(d, r, support);
+  read_family(d, r, values);
   r.finish();
   return d;
 }
 
 /// An optional distribution at `key` of `r`.
+/// An optional distribution at `key` of `r`, by default of a multiplicative factor.
 std::optional<DistributionSpec> distribution_at(MapReader& r, std::string_view key,
-                                                Support support = Support::positive) {
+                                                const ValueRange& values = limits::kFactor) {
   const ConfigNode* node = r.get(key, false);
   if (node == nullptr) return std::nullopt;
-  return read_distribution(*node, r.path_of(key), support, r.diags());
+  return read_distribution(*node, r.path_of(key), values, r.diags());
 }
 
 void read_kernels(MapReader& parent, VariabilitySpec& v) {
@@ -285,7 +316,7 @@ void read_kernels(MapReader& parent, VariabilitySpec& v) {
     for (const auto& entry : names->entries) {
       v.kernel_names.emplace_back(
           entry.key, read_distribution(entry.value, r.path_of("names") + "." + entry.key,
-                                       Support::positive, r.diags()));
+                                       limits::kFactor, r.diags()));
     }
   }
   r.finish();
@@ -325,7 +356,7 @@ void read_slow_nodes(MapReader& parent, VariabilitySpec& v) {
       assign(slow.tp, r.integer("tp", false, 0));
       assign(slow.cp, r.integer("cp", false, 0));
       if (const ConfigNode* d = r.get("slowdown", true)) {
-        slow.slowdown = read_distribution(*d, r.path_of("slowdown"), Support::positive, r.diags());
+        slow.slowdown = read_distribution(*d, r.path_of("slowdown"), limits::kFactor, r.diags());
       }
       r.finish();
       v.slow_nodes.push_back(slow);
@@ -343,7 +374,7 @@ void read_slow_nodes(MapReader& parent, VariabilitySpec& v) {
     }
     if (const ConfigNode* d = r.get("slowdown", true)) {
       v.random_slow_node_slowdown =
-          read_distribution(*d, r.path_of("slowdown"), Support::positive, r.diags());
+          read_distribution(*d, r.path_of("slowdown"), limits::kFactor, r.diags());
     }
     r.finish();
   }
@@ -355,24 +386,19 @@ void read_thermal(MapReader& parent, VariabilitySpec& v) {
   MapReader r(*node, parent.path_of("thermal"), parent.diags());
   ThermalSpec& t = v.thermal;
   v.has_thermal = true;
-  assign(t.ambient_c, distribution_at(r, "ambient_c", Support::any));
+  assign(t.ambient_c, distribution_at(r, "ambient_c", limits::kTemperature));
   if (auto per = r.choice("ambient_per", false, {"node", "rack"})) t.ambient_per_rack = *per == 1;
-  assign(t.resistance_c_per_w, r.number("resistance_c_per_w", false, 0.0, true));
-  assign(t.time_constant_s, r.positive_quantity("time_constant", false, units::parse_duration));
-  assign(t.idle_power_w, r.number("idle_power_w", false, 0.0, false));
-  assign(t.busy_power_w, r.number("busy_power_w", false, 0.0, true));
-  assign(t.throttle_c, r.number("throttle_c", false, kAnyNumber, false));
-  assign(t.derate_per_c, r.number("derate_per_c", false, 0.0, false));
-  if (auto m = r.number("min_clock", false, 0.0, true)) {
-    if (*m > 1) {
-      r.diags().error(r.get("min_clock", false)->loc,
-                      fmt::format("'{}' must be at most 1", r.path_of("min_clock")));
-    } else {
-      t.min_clock = *m;
-    }
-  }
-  assign(t.power_cap_w, r.number("power_cap_w", false, 0.0, true));
-  assign(t.initial_c, r.number("initial_c", false, kAnyNumber, false));
+  assign(t.resistance_c_per_w,
+         r.number("resistance_c_per_w", false, limits::kThermalResistance));
+  assign(t.time_constant_s,
+         r.quantity("time_constant", false, units::parse_duration, limits::kTimeConstant));
+  assign(t.idle_power_w, r.number("idle_power_w", false, limits::kPower));
+  assign(t.busy_power_w, r.number("busy_power_w", false, limits::kPower));
+  assign(t.throttle_c, r.number("throttle_c", false, limits::kTemperature));
+  assign(t.derate_per_c, r.number("derate_per_c", false, limits::kDerate));
+  assign(t.min_clock, r.number("min_clock", false, limits::kFraction));
+  assign(t.power_cap_w, r.number("power_cap_w", false, limits::kPower));
+  assign(t.initial_c, r.number("initial_c", false, limits::kTemperature));
   if (t.busy_power_w <= t.idle_power_w) {
     r.diags().error(r.loc(), fmt::format("'{}': busy_power_w must exceed idle_power_w", r.path()));
   }
@@ -404,7 +430,7 @@ void read_network(MapReader& parent, VariabilitySpec& v) {
       MapReader g(list->items[i], fmt::format("{}.{}", r.path_of("regimes"), i), r.diags());
       RegimeSpec regime;
       assign(regime.probability, g.number("probability", true, 0.0, true));
-      assign(regime.slowdown, g.number("slowdown", true, 0.0, true));
+      assign(regime.slowdown, g.number("slowdown", true, limits::kFactor));
       g.finish();
       total += regime.probability;
       v.regimes.push_back(regime);
@@ -414,7 +440,7 @@ void read_network(MapReader& parent, VariabilitySpec& v) {
                                              r.path_of("regimes"), total));
     }
   }
-  if (auto d = distribution_at(r, "wan_rtt_ms")) {
+  if (auto d = distribution_at(r, "wan_rtt_ms", limits::kRoundTripMs)) {
     v.has_wan_rtt = true;
     v.wan_rtt_s = *d;
     // Stored in seconds: scale every parameter that carries the unit.
@@ -427,7 +453,12 @@ void read_network(MapReader& parent, VariabilitySpec& v) {
 
 DistributionSpec read_distribution_spec(const ConfigNode& node, const std::string& path,
                                         bool positive, Diagnostics& diags) {
-  return read_distribution(node, path, positive ? Support::positive : Support::any, diags);
+  return read_distribution(node, path, positive ? limits::kPositive : limits::kAnyValue, diags);
+}
+
+DistributionSpec read_distribution_spec(const ConfigNode& node, const std::string& path,
+                                        const ValueRange& values, Diagnostics& diags) {
+  return read_distribution(node, path, values, diags);
 }
 
 void scale_distribution(DistributionSpec& d, double factor) {
@@ -467,7 +498,7 @@ VariabilitySpec read_variability(const ConfigNode& node, Diagnostics& diags) {
   if (node.kind == ConfigNode::Kind::Null) return v;  // `variability: null` turns it off
   MapReader r(node, "variability", diags);
   if (!node.is_map()) return v;  // reported by the reader
-  assign(v.rack_nodes, r.integer("rack_nodes", false, 1));
+  assign(v.rack_nodes, r.integer("rack_nodes", false, 1, 1 << 22));
   read_kernels(r, v);
   read_gpus(r, v);
   read_slow_nodes(r, v);

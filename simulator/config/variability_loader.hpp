@@ -1,6 +1,7 @@
 #pragma once
 
 #include "config/config_tree.hpp"
+#include "config/limits.hpp"
 #include "config/variability_spec.hpp"
 #include "core/diagnostics.hpp"
 
@@ -11,9 +12,13 @@ namespace prismsim {
 VariabilitySpec read_variability(const ConfigNode& node, Diagnostics& diags);
 
 /// Reads one distribution (a number, or a map with one family: docs/variability.md) at `node`,
-/// named `path` in messages; values must be positive when `positive`, else any number.
+/// named `path` in messages; values must be positive when `positive`, else any number (within
+/// limits::kPositive or limits::kAnyValue, which keep its draws finite).
 DistributionSpec read_distribution_spec(const ConfigNode& node, const std::string& path,
                                         bool positive, Diagnostics& diags);
+/// The same, with values (locations) in `values` and spreads at most its upper end.
+DistributionSpec read_distribution_spec(const ConfigNode& node, const std::string& path,
+                                        const ValueRange& values, Diagnostics& diags);
 
 /// Multiplies a distribution's values by `factor` > 0 (unit conversion).
 void scale_distribution(DistributionSpec& d, double factor);

@@ -9,6 +9,8 @@
 
 namespace prismsim {
 
+struct MixtureComponent;
+
 /// A probability distribution as read from YAML, already validated and normalised (a lognormal
 /// given by its median or mean is stored by mu; a gamma given by its mean, by scale).
 /// variability/distribution.hpp samples it.
@@ -27,16 +29,25 @@ struct DistributionSpec {
   double low = 0;               ///< uniform
   double high = 0;              ///< uniform
   std::vector<double> samples;  ///< empirical: drawn uniformly, with replacement
-  /// mixture: (weight, component); weights sum to 1
-  std::vector<std::pair<double, DistributionSpec>> components;
+  /// mixture: weighted components; weights sum to 1
+  std::vector<MixtureComponent> components;
 
-  static DistributionSpec constant_at(double v) {
-    DistributionSpec d;
-    d.value = v;
-    return d;
-  }
+  static DistributionSpec constant_at(double v);
   bool is_constant() const { return family == Family::constant; }
 };
+
+/// One component of a mixture (a struct, not a std::pair: a pair's constraints need
+/// DistributionSpec complete inside its own definition, which clang refuses).
+struct MixtureComponent {
+  double weight = 0;
+  DistributionSpec distribution;
+};
+
+inline DistributionSpec DistributionSpec::constant_at(double v) {
+  DistributionSpec d;
+  d.value = v;
+  return d;
+}
 
 /// Where a slow node is: a node id, or the node of the GPU that runs one rank, given by its rank
 /// or by its coordinates in the parallel grid (pipeline stage, data-parallel replica, tensor- and

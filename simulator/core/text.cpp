@@ -1,6 +1,7 @@
 #include "core/text.hpp"
 
 #include <cerrno>
+#include <cmath>
 #include <cstdlib>
 #include <sstream>
 
@@ -31,7 +32,10 @@ std::optional<double> parse_number(std::string_view text) {
   char* end = nullptr;
   errno = 0;
   const double value = std::strtod(copy.c_str(), &end);
-  if (copy.empty() || end != copy.c_str() + copy.size() || errno != 0) return std::nullopt;
+  if (copy.empty() || end != copy.c_str() + copy.size()) return std::nullopt;
+  // ERANGE also flags numbers below the normal range ("5e-324"), which are numbers all the same;
+  // only an overflow (to +-HUGE_VAL) is refused.
+  if (errno == ERANGE && std::abs(value) >= 1) return std::nullopt;
   return value;
 }
 

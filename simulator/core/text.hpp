@@ -12,7 +12,8 @@ namespace prismsim {
 /// '\r' (a CRLF file) is dropped first.
 std::vector<std::string> split_fields(std::string_view line, char separator);
 
-/// `text` as a number when the whole of it is one (strtod's syntax), else nothing.
+/// `text` as a number when the whole of it is one (strtod's syntax), else nothing; numbers too
+/// large for a double give nothing, numbers below its normal range their (subnormal) value.
 std::optional<double> parse_number(std::string_view text);
 
 /// Whether `name` matches `pattern`: equal to it, or starting with it less its final '*'.

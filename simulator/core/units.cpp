@@ -43,7 +43,12 @@ std::optional<double> parse_with(std::string_view text, const std::vector<Unit>&
     return std::nullopt;
   }
   for (const auto& unit : table) {
-    if (suffix == unit.suffix) return value * unit.factor;
+    if (suffix != unit.suffix) continue;
+    if (!std::isfinite(value * unit.factor)) {
+      *error = std::string(what) + " out of range";
+      return std::nullopt;
+    }
+    return value * unit.factor;
   }
   *error = std::string("unknown unit '") + std::string(suffix) + "' in " + what + " (e.g. '" +
            example + "')";

@@ -157,6 +157,67 @@ expect "sweep job time, categories" 0 plot sweep "$tmp/categories.csv" \
   --x platform.node.nic.bandwidth --metric job_time -o "$tmp/categories.png"
 png "sweep -o writes there" "$tmp/categories.png"
 
+# How sweeps are drawn (plot.py's sweep_layout): categories as points and bars, numbers as
+# lines, a log axis for a range over 1.5 decades, the no-variation baseline, the study's name.
+layout() {  # layout CSV EXPRESSION ARGS... : EXPRESSION of the layout `l` of `plot.py sweep CSV ARGS`
+  local csv=$1 expression=$2
+  shift 2
+  "$python" - "$script" "$csv" "$expression" "$@" 2>/dev/null <<'EOF'
+import importlib.util, sys
+spec = importlib.util.spec_from_file_location("plot", sys.argv[1])
+plot = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(plot)
+args = plot.parse_args(["sweep", sys.argv[2]] + sys.argv[4:])
+columns = [f"{args.metric}_{s}_s" for s in plot.STATS]
+header, rows = plot.read_csv(args.csv, [args.x] + columns, "sweep file")
+l = plot.sweep_layout(args, header, rows)
+print(eval(sys.argv[3]))
+EOF
+}
+bw=platform.node.nic.bandwidth
+same "bandwidths are numbers" numeric "$(layout "$tmp/sweep.csv" "l['kind']" --x $bw)"
+same "25Gbps to 1.6Tbps (1.8 decades): log x" log "$(layout "$tmp/sweep.csv" "l['x_scale']" --x $bw)"
+same "--x-scale linear forces it" linear \
+  "$(layout "$tmp/sweep.csv" "l['x_scale']" --x $bw --x-scale linear)"
+same "--log-x still forces log" log \
+  "$(layout "$tmp/sweep.csv" "l['x_scale']" --x workload.global_batch --log-x)"
+same "512 to 1024 (0.3 decades): linear x" linear \
+  "$(layout "$tmp/sweep.csv" "l['x_scale']" --x workload.global_batch)"
+same "algorithms are categories" categorical "$(layout "$tmp/categories.csv" "l['kind']" --x $bw)"
+same "categories in order of appearance" "ring|tree|nvls, coarse" \
+  "$(layout "$tmp/categories.csv" "'|'.join(l['categories'])" --x $bw)"
+same "no baseline column, no baseline" None "$(layout "$tmp/sweep.csv" "l['baseline']" --x $bw)"
+# The same sweep with a baseline column: one for every point, then one varying with the point.
+for kind in constant varying; do
+  awk -F, -v kind=$kind 'NR == 1 { print $0 ",baseline_step_time_s,slowdown_p50,slowdown_p95,slowdown_p99"; next }
+    { b = kind == "constant" ? 0.25 : 0.25 + 0.01 * $1; printf "%s,%g,1,1,1\n", $0, b }' \
+    "$tmp/sweep.csv" >"$tmp/baseline-$kind.csv"
+done
+same "one baseline for every point: a horizontal line" "constant 0.25" \
+  "$(layout "$tmp/baseline-constant.csv" "l['baseline'] + ' ' + str(l['baseline_value'])" --x $bw)"
+same "a baseline per point" per_point "$(layout "$tmp/baseline-varying.csv" "l['baseline']" --x $bw)"
+same "job time: no baseline (the table has the step time's)" None \
+  "$(layout "$tmp/baseline-constant.csv" "l['baseline']" --x $bw --metric job_time)"
+same "title without sweep.json: no file name" "step time against $bw" \
+  "$(layout "$tmp/sweep.csv" "l['title']" --x $bw)"
+mkdir -p "$tmp/study"
+cp "$tmp/baseline-varying.csv" "$tmp/study/sweep.csv"
+head -1 "$tmp/categories.csv" | sed 's/$/,baseline_step_time_s,slowdown_p50,slowdown_p95,slowdown_p99/' \
+  >"$tmp/study/categories.csv"
+tail -n +2 "$tmp/categories.csv" | sed 's/$/,0.2,1,1,1/' >>"$tmp/study/categories.csv"
+echo '{"name": "fabric-choice", "points": []}' >"$tmp/study/sweep.json"
+same "title from the study's name" "fabric-choice: step time against $bw" \
+  "$(layout "$tmp/study/sweep.csv" "l['title']" --x $bw)"
+expect "sweep with a baseline per point" 0 plot sweep "$tmp/study/sweep.csv" --x $bw \
+  --series workload.global_batch
+png "sweep with a baseline per point draws" "$tmp/study/sweep-step_time.png"
+expect "categories with a constant baseline" 0 plot sweep "$tmp/study/categories.csv" --x $bw \
+  -o "$tmp/study/categories.png"
+png "categories with a baseline draw" "$tmp/study/categories.png"
+expect "log x on categories" 0 plot sweep "$tmp/categories.csv" --x $bw --x-scale log \
+  -o "$tmp/categories-log.png"
+same "log x on categories: a warning" 1 "$(grep -c "holds categories, not numbers" "$tmp/err")"
+
 # calibration
 cal=$tmp/calibration
 expect "calibration" 0 plot calibration "$cal/calibration.json"

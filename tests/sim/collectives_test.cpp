@@ -175,7 +175,8 @@ TEST_CASE("a coarse tree or chain costs its path hop by hop") {
              {CollectiveOp::all_reduce, Algorithm::tree, 0.10},
              {CollectiveOp::broadcast, Algorithm::ring, 1e-5}}) {
       CAPTURE(S);
-      CAPTURE(std::string(to_string(op)));
+      const std::string op_name = to_string(op);  // (clang 14's CAPTURE: no structured bindings)
+      CAPTURE(op_name);
       const double step = timed(p, op, 16, S, algorithm, CollectiveFidelity::step);
       const double coarse = timed(p, op, 16, S, algorithm, CollectiveFidelity::coarse);
       CAPTURE(step);

@@ -151,8 +151,10 @@ TEST_CASE("1F1B and GPipe pipelines with free transfers match the closed-form sc
     check_pipeline(
         tiny({"parallelism.gpus=4", "parallelism.tp=1", "parallelism.pp=4", "parallelism.dp=1",
               std::string("parallelism.schedule=") + schedule,
-              "platform.node.nvlink.bandwidth=1000PBps", "platform.node.nvlink.latency=0s"}),
-        1e-9);
+              "platform.node.nvlink.bandwidth=1Pbps", "platform.node.nvlink.latency=0s"}),
+        // At the largest bandwidth prismsim accepts a transfer takes 2 ns, about SimGrid's time
+        // precision (1 ns): the simulated step differs by 7.6e-7 of it (measured).
+        1e-6);
   }
 }
 

@@ -177,6 +177,39 @@ TEST_CASE("bad traces and sample files are reported with file, line and column")
             .ends_with("quote.csv:2:1: error: unterminated quoted field"));
 }
 
+TEST_CASE("inputs found by fuzzing are reported, not crashed on") {
+  SignatureOptions options;
+  SampleSet set(options);
+  // A repeated column used to index past the row's fields (heap-buffer-overflow).
+  CHECK(input_error([&] { read_samples_csv(temp_file("repeat.csv", "name,duration_us,name\nk,1\n"), set); })
+            .ends_with("repeat.csv:1:18: error: duplicate column 'name' (first at column 1)"));
+  // Ranks beyond an int used to wrap; they are refused where their digits are.
+  const std::string collective =
+      R"({"distributedInfo": {"rank": 0}, "traceEvents": [{"ph": "X", "cat": "kernel", )"
+      R"("name": "ncclDevKernel_AllReduce_Sum_f32_RING_LL", "dur": 5, "ts": 1, "args": )"
+      R"({"Process Group Ranks": "[0, RANK]", "In msg nelems": 4, "dtype": "Float"}}]})";
+  auto with_rank = [&](const std::string& rank) {
+    std::string text = collective;
+    text.replace(text.find("RANK"), 4, rank);
+    return text;
+  };
+  CHECK(input_error([&] { read_kineto_trace(temp_file("rank.json", with_rank("4294967296")), set); })
+            .ends_with("rank.json:1:186: error: rank 4294967296 in \"Process Group Ranks\" is "
+                       "beyond the largest supported, 2147483647"));
+  SampleSet ok(options);
+  read_kineto_trace(temp_file("rank-max.json", with_rank("2147483647")), ok);
+  ok.match_calls();
+  CHECK(ok.signatures().size() == 1);
+  CHECK(ok.signatures()[0].name.ends_with("inter_node"));
+  // JSON has no infinities; from_chars reads "-inf" and "-nan" all the same.
+  CHECK(input_error([&] { read_kineto_trace(temp_file("inf.json", R"({"traceEvents": [{"ph": "X", "cat": "kernel", "name": "k", "dur": -inf}]})"), set); })
+            .ends_with("inf.json:1:67: error: invalid number"));
+  CHECK(input_error([&] { read_kineto_trace(temp_file("pid.json", R"({"traceEvents": [{"ph": "X", "cat": "kernel", "name": "k", "dur": 1, "pid": 1e300}]})"), set); })
+            .ends_with("pid.json:1:18: error: a GPU kernel event's pid must be an integer from 0 to 2147483647, got 1e+300"));
+  CHECK(input_error([&] { read_kineto_trace(temp_file("pid-nan.json", R"({"traceEvents": [{"ph": "X", "cat": "kernel", "name": "k", "dur": 1, "pid": "nan"}]})"), set); })
+            .find("pid must be an integer") != std::string::npos);
+}
+
 TEST_CASE("Otsu's threshold separates two populations and leaves one alone") {
   std::mt19937_64 rng(1);
   std::normal_distribution<double> transfer(0.0, 0.1), wait(3.0, 0.3);
@@ -210,9 +243,9 @@ TEST_CASE("fits choose the family a sample came from, else keep the sample") {
   const SlowdownFit body = fit_slowdowns(tailed, options);
   CHECK(body.chosen == "lognormal+tail");
   REQUIRE(body.distribution.components.size() == 2);
-  CHECK(body.distribution.components[0].second.sigma == Near{0.05, 0.03});
-  CHECK(body.distribution.components[1].first == Near{0.001});
-  CHECK(body.distribution.components[1].second.family == DistributionSpec::Family::empirical);
+  CHECK(body.distribution.components[0].distribution.sigma == Near{0.05, 0.03});
+  CHECK(body.distribution.components[1].weight == Near{0.001});
+  CHECK(body.distribution.components[1].distribution.family == DistributionSpec::Family::empirical);
   CHECK(body.ks_distance < 0.02);
 
   // Two well-separated modes: no family fits, the empirical quantiles stand in.

@@ -46,7 +46,9 @@ std::vector<double> check_plan(const CollectivePlan& plan, int n, bool coarse) {
         for (int peer : step.recvs) --balance[{peer, pos}];
       }
     }
-    for (const auto& [edge, count] : balance) {
+    for (const auto& entry : balance) {  // (clang 14's CAPTURE cannot take structured bindings)
+      const auto& edge = entry.first;
+      const int count = entry.second;
       CAPTURE(edge.first);
       CAPTURE(edge.second);
       CHECK(count == 0);

@@ -833,18 +833,24 @@ void check_job_consistent(const Job& job) {
       CHECK(event < program.events);
       CHECK(streams.size() == 1);  // once per step
     }
-    for (const auto& [event, stream] : waits) {
+    for (const auto& wait : waits) {  // (clang 14's CAPTURE cannot take structured bindings)
+      const int event = wait.first;
+      const size_t stream = wait.second;
       CAPTURE(event);
       REQUIRE(recorded_in.count(event) == 1);
       CHECK(recorded_in[event].front() != stream);
     }
   }
   CHECK(sent == received);
-  for (const auto& [group, by_rank] : calls) {
+  for (const auto& group_calls : calls) {
+    const int group = group_calls.first;
+    const auto& by_rank = group_calls.second;
     CAPTURE(group);
     const auto& members = job.groups[GroupId(group)].ranks;
     CHECK(by_rank.size() == members.size());
-    for (const auto& [rank, ops] : by_rank) {
+    for (const auto& rank_ops : by_rank) {
+      const int rank = rank_ops.first;
+      const auto& ops = rank_ops.second;
       CAPTURE(rank);
       CHECK(ops == by_rank.begin()->second);
     }

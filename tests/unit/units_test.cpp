@@ -62,3 +62,13 @@ TEST_CASE("text tables split into fields and numbers parse whole") {
   CHECK_FALSE(prismsim::parse_number(""));
   CHECK_FALSE(prismsim::parse_number("1e999"));
 }
+
+TEST_CASE("quantities that a double cannot hold are out of range, tiny numbers are numbers") {
+  std::string error;
+  CHECK_FALSE(parse_bandwidth("1e308Gbps", &error));
+  CHECK(error == "bandwidth out of range");
+  CHECK_FALSE(parse_duration("1e308h", &error));
+  CHECK(error == "duration out of range");
+  CHECK_FALSE(prismsim::parse_number("1e400"));
+  CHECK(*prismsim::parse_number("5e-324") > 0);
+}
