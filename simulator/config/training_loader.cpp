@@ -25,57 +25,10 @@ bool looks_non_finite(std::string text) {
   return text.find("inf") != std::string::npos || text.find("nan") != std::string::npos;
 }
 
-/// A duration ("10min": a constant) or a distribution of durations in a stated unit
-/// (`{unit: min, lognormal: {median: 10, sigma: 0.5}}`), in seconds.
-std::optional<DistributionSpec> read_time_distribution(const ConfigNode& node,
-                                                       const std::string& path,
-                                                       Diagnostics& diags) {
-  if (node.is_scalar()) {
-    std::string reason;
-    const auto seconds = units::parse_duration(node.scalar, &reason);
-    if (!seconds) {
-      diags.error(node.loc,
-                  fmt::format("invalid value '{}' for '{}': {}", node.scalar, path, reason));
-      return std::nullopt;
-    }
-    return DistributionSpec::constant_at(*seconds);
-  }
-  if (!node.is_map()) {
-    diags.error(node.loc, fmt::format("'{}' must be a duration such as '10min', or a map with "
-                                      "'unit' and one distribution",
-                                      path));
-    return std::nullopt;
-  }
-  const ConfigNode* unit = node.find("unit");
-  ConfigNode family = node;
-  family.entries.clear();
-  for (const auto& entry : node.entries) {
-    if (entry.key != "unit") family.entries.push_back(entry);
-  }
-  if (unit == nullptr) {
-    diags.error(node.loc, fmt::format("'{}' needs a 'unit' for its distribution (one of ns, us, "
-                                      "ms, s, min, h, d)",
-                                      path));
-    return std::nullopt;
-  }
-  std::string reason;
-  const auto factor =
-      unit->is_scalar() ? units::parse_duration("1" + unit->scalar, &reason) : std::nullopt;
-  if (!factor || *factor <= 0) {
-    diags.error(unit->loc, fmt::format("invalid value '{}' for '{}.unit': expected one of ns, "
-                                       "us, ms, s, min, h, d",
-                                       unit->scalar, path));
-    return std::nullopt;
-  }
-  DistributionSpec d = read_distribution_spec(family, path, true, diags);
-  scale_distribution(d, *factor);
-  return d;
-}
-
 std::optional<DistributionSpec> time_distribution_at(MapReader& r, std::string_view key) {
   const ConfigNode* node = r.get(key, false);
   if (node == nullptr) return std::nullopt;
-  return read_time_distribution(*node, r.path_of(key), r.diags());
+  return read_duration_distribution(*node, r.path_of(key), r.diags());
 }
 
 /// A failure rate per unit written "NUMBER/DURATION" ("4.7e-4/d", "1/1000h"), per second.

@@ -333,6 +333,82 @@ void read_gpus(MapReader& parent, VariabilitySpec& v) {
   r.finish();
 }
 
+/// The place of a slow node or GPU: `id_key` (node or gpu), `rank`, or grid coordinates.
+template <typename Spec>
+void read_place(MapReader& r, const char* id_key, int& id, Spec& spec) {
+  const bool by_id = r.get(id_key, false) != nullptr;
+  const bool by_rank = r.get("rank", false) != nullptr;
+  const bool by_coords = r.get("stage", false) || r.get("replica", false) ||
+                         r.get("tp", false) || r.get("cp", false);
+  if (by_id + by_rank + by_coords != 1) {
+    r.diags().error(r.loc(), fmt::format("'{}' needs exactly one of '{}', 'rank', or grid "
+                                         "coordinates ('stage', 'replica', 'tp', 'cp')",
+                                         r.path(), id_key));
+  }
+  assign(id, r.integer(id_key, false, 0));
+  assign(spec.rank, r.integer("rank", false, 0));
+  assign(spec.stage, r.integer("stage", false, 0));
+  assign(spec.replica, r.integer("replica", false, 0));
+  assign(spec.tp, r.integer("tp", false, 0));
+  assign(spec.cp, r.integer("cp", false, 0));
+}
+
+void read_slow_gpus(MapReader& parent, VariabilitySpec& v) {
+  const ConfigNode* list = parent.list("slow_gpus", false);
+  if (list == nullptr) return;
+  for (size_t i = 0; i < list->items.size(); ++i) {
+    MapReader r(list->items[i], fmt::format("{}.{}", parent.path_of("slow_gpus"), i),
+                parent.diags());
+    SlowGpuSpec slow;
+    slow.loc = list->items[i].loc;
+    read_place(r, "gpu", slow.gpu, slow);
+    assign(slow.slowdown, distribution_at(r, "slowdown"));
+    slow.forward = distribution_at(r, "forward");
+    slow.backward = distribution_at(r, "backward");
+    if (!r.get("slowdown", false) && !slow.forward && !slow.backward) {
+      r.diags().error(r.loc(), fmt::format("'{}' needs 'slowdown', 'forward' or 'backward'",
+                                           r.path()));
+    }
+    r.finish();
+    v.slow_gpus.push_back(slow);
+  }
+}
+
+void read_levels(MapReader& parent, VariabilitySpec& v) {
+  const ConfigNode* node = parent.map("levels", false);
+  if (node == nullptr) return;
+  MapReader r(*node, parent.path_of("levels"), parent.diags());
+  LevelsSpec& l = v.levels;
+  l.run = distribution_at(r, "run");
+  l.step = distribution_at(r, "step");
+  l.node_step = distribution_at(r, "node_step");
+  l.gpu_step = distribution_at(r, "gpu_step");
+  l.microbatch = distribution_at(r, "microbatch");
+  // `pass` for both directions, or one each.
+  if (auto both = distribution_at(r, "pass")) l.forward_pass = l.backward_pass = both;
+  if (auto forward = distribution_at(r, "forward_pass")) l.forward_pass = forward;
+  if (auto backward = distribution_at(r, "backward_pass")) l.backward_pass = backward;
+  if (r.get("pass", false) && (r.get("forward_pass", false) || r.get("backward_pass", false))) {
+    r.diags().error(r.get("pass", false)->loc,
+                    fmt::format("'{}' takes 'pass' or 'forward_pass'/'backward_pass', not both",
+                                r.path()));
+  }
+  r.finish();
+}
+
+void read_host_variation(MapReader& parent, VariabilitySpec& v) {
+  const ConfigNode* node = parent.map("host", false);
+  if (node == nullptr) return;
+  MapReader r(*node, parent.path_of("host"), parent.diags());
+  for (const auto& [key, field] : {std::pair{"launch_gap", &v.host.launch_gap_s},
+                                   std::pair{"step", &v.host.step_s}}) {
+    if (const ConfigNode* d = r.get(key, false)) {
+      *field = read_duration_distribution(*d, r.path_of(key), r.diags());
+    }
+  }
+  r.finish();
+}
+
 void read_slow_nodes(MapReader& parent, VariabilitySpec& v) {
   if (const ConfigNode* list = parent.list("slow_nodes", false)) {
     for (size_t i = 0; i < list->items.size(); ++i) {
@@ -340,21 +416,7 @@ void read_slow_nodes(MapReader& parent, VariabilitySpec& v) {
                   parent.diags());
       SlowNodeSpec slow;
       slow.loc = list->items[i].loc;
-      const bool by_node = r.get("node", false) != nullptr;
-      const bool by_rank = r.get("rank", false) != nullptr;
-      const bool by_coords = r.get("stage", false) || r.get("replica", false) ||
-                             r.get("tp", false) || r.get("cp", false);
-      if (by_node + by_rank + by_coords != 1) {
-        r.diags().error(r.loc(), fmt::format("'{}' needs exactly one of 'node', 'rank', or grid "
-                                             "coordinates ('stage', 'replica', 'tp', 'cp')",
-                                             r.path()));
-      }
-      assign(slow.node, r.integer("node", false, 0));
-      assign(slow.rank, r.integer("rank", false, 0));
-      assign(slow.stage, r.integer("stage", false, 0));
-      assign(slow.replica, r.integer("replica", false, 0));
-      assign(slow.tp, r.integer("tp", false, 0));
-      assign(slow.cp, r.integer("cp", false, 0));
+      read_place(r, "node", slow.node, slow);
       if (const ConfigNode* d = r.get("slowdown", true)) {
         slow.slowdown = read_distribution(*d, r.path_of("slowdown"), limits::kFactor, r.diags());
       }
@@ -413,14 +475,36 @@ void read_network(MapReader& parent, VariabilitySpec& v) {
   const ConfigNode* node = parent.map("network", false);
   if (node == nullptr) return;
   MapReader r(*node, parent.path_of("network"), parent.diags());
+  constexpr CommScope kScopes[] = {CommScope::intra_node, CommScope::inter_node,
+                                   CommScope::cross_datacenter};
   for (const auto& [key, by_scope] : {std::pair{"jitter", &v.jitter},
                                        std::pair{"transfer_jitter", &v.transfer_jitter}}) {
     const ConfigNode* jitter = r.map(key, false);
     if (jitter == nullptr) continue;
     MapReader j(*jitter, r.path_of(key), r.diags());
-    for (CommScope scope :
-         {CommScope::intra_node, CommScope::inter_node, CommScope::cross_datacenter}) {
+    for (CommScope scope : kScopes) {
       if (auto d = distribution_at(j, to_string(scope))) (*by_scope)[scope] = *d;
+    }
+    // Collective jitter per operation: in every scope, or a map by scope.
+    for (const std::string& name : std::string(key) == "jitter" ? collective_op_names()
+                                                                : std::vector<std::string>{}) {
+      const ConfigNode* op_node = j.get(name, false);
+      if (op_node == nullptr) continue;
+      const CollectiveOp op = *parse_collective_op(name);
+      const bool by_op_scope = op_node->is_map() &&
+                               (op_node->find("intra_node") || op_node->find("inter_node") ||
+                                op_node->find("cross_datacenter"));
+      if (by_op_scope) {
+        MapReader o(*op_node, j.path_of(name), r.diags());
+        for (CommScope scope : kScopes) {
+          if (auto d = distribution_at(o, to_string(scope))) v.jitter_by_op[{op, scope}] = *d;
+        }
+        o.finish();
+        continue;
+      }
+      const DistributionSpec d =
+          read_distribution(*op_node, j.path_of(name), limits::kFactor, r.diags());
+      for (CommScope scope : kScopes) v.jitter_by_op[{op, scope}] = d;
     }
     j.finish();
   }
@@ -459,6 +543,51 @@ DistributionSpec read_distribution_spec(const ConfigNode& node, const std::strin
 DistributionSpec read_distribution_spec(const ConfigNode& node, const std::string& path,
                                         const ValueRange& values, Diagnostics& diags) {
   return read_distribution(node, path, values, diags);
+}
+
+std::optional<DistributionSpec> read_duration_distribution(const ConfigNode& node,
+                                                           const std::string& path,
+                                                           Diagnostics& diags) {
+  if (node.is_scalar()) {
+    std::string reason;
+    const auto seconds = units::parse_duration(node.scalar, &reason);
+    if (!seconds) {
+      diags.error(node.loc,
+                  fmt::format("invalid value '{}' for '{}': {}", node.scalar, path, reason));
+      return std::nullopt;
+    }
+    return DistributionSpec::constant_at(*seconds);
+  }
+  if (!node.is_map()) {
+    diags.error(node.loc, fmt::format("'{}' must be a duration such as '10min', or a map with "
+                                      "'unit' and one distribution",
+                                      path));
+    return std::nullopt;
+  }
+  const ConfigNode* unit = node.find("unit");
+  ConfigNode family = node;
+  family.entries.clear();
+  for (const auto& entry : node.entries) {
+    if (entry.key != "unit") family.entries.push_back(entry);
+  }
+  if (unit == nullptr) {
+    diags.error(node.loc, fmt::format("'{}' needs a 'unit' for its distribution (one of ns, us, "
+                                      "ms, s, min, h, d)",
+                                      path));
+    return std::nullopt;
+  }
+  std::string reason;
+  const auto factor =
+      unit->is_scalar() ? units::parse_duration("1" + unit->scalar, &reason) : std::nullopt;
+  if (!factor || *factor <= 0) {
+    diags.error(unit->loc, fmt::format("invalid value '{}' for '{}.unit': expected one of ns, "
+                                       "us, ms, s, min, h, d",
+                                       unit->scalar, path));
+    return std::nullopt;
+  }
+  DistributionSpec d = read_distribution_spec(family, path, true, diags);
+  scale_distribution(d, *factor);
+  return d;
 }
 
 void scale_distribution(DistributionSpec& d, double factor) {
@@ -502,8 +631,11 @@ VariabilitySpec read_variability(const ConfigNode& node, Diagnostics& diags) {
   read_kernels(r, v);
   read_gpus(r, v);
   read_slow_nodes(r, v);
+  read_slow_gpus(r, v);
   read_thermal(r, v);
   read_network(r, v);
+  read_levels(r, v);
+  read_host_variation(r, v);
   r.finish();
   return v;
 }

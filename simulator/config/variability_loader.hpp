@@ -1,5 +1,8 @@
 #pragma once
 
+#include <optional>
+#include <string>
+
 #include "config/config_tree.hpp"
 #include "config/limits.hpp"
 #include "config/variability_spec.hpp"
@@ -19,6 +22,13 @@ DistributionSpec read_distribution_spec(const ConfigNode& node, const std::strin
 /// The same, with values (locations) in `values` and spreads at most its upper end.
 DistributionSpec read_distribution_spec(const ConfigNode& node, const std::string& path,
                                         const ValueRange& values, Diagnostics& diags);
+
+/// A duration ("10min": a constant) or a distribution of durations in a stated unit
+/// (`{unit: min, lognormal: {median: 10, sigma: 0.5}}`), in seconds; nothing (reported) when
+/// invalid.
+std::optional<DistributionSpec> read_duration_distribution(const ConfigNode& node,
+                                                           const std::string& path,
+                                                           Diagnostics& diags);
 
 /// Multiplies a distribution's values by `factor` > 0 (unit conversion).
 void scale_distribution(DistributionSpec& d, double factor);

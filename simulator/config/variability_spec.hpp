@@ -2,9 +2,11 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "collectives/collective.hpp"
 #include "core/diagnostics.hpp"
 
 namespace prismsim {
@@ -75,6 +77,43 @@ struct ThermalSpec {
   double initial_c = -1;       ///< < 0: start at the idle steady state
 };
 
+/// A slow GPU (what-if): named by GPU id, by rank, or by grid coordinates (as a slow node), with
+/// the slowdown of its compute and optionally other ones for its forward and backward passes.
+struct SlowGpuSpec {
+  int gpu = -1;                                ///< >= 0: this GPU
+  int rank = -1;                               ///< >= 0: the GPU of this rank
+  int stage = 0, replica = 0, tp = 0, cp = 0;  ///< used when gpu and rank are -1
+  DistributionSpec slowdown = DistributionSpec::constant_at(1);  ///< drawn once per run
+  std::optional<DistributionSpec> forward, backward;  ///< of its passes, instead of `slowdown`
+  SourceLoc loc;
+};
+
+/// Random effects at the levels of a training job (docs/variability.md, "Levels"): slowdowns of
+/// compute, each drawn once per unit of its level and shared by everything the unit holds.
+struct LevelsSpec {
+  std::optional<DistributionSpec> run;         ///< per run, every GPU (placement, cluster state)
+  std::optional<DistributionSpec> step;        ///< per step, every GPU (host, data, network)
+  std::optional<DistributionSpec> node_step;   ///< per step and node
+  std::optional<DistributionSpec> gpu_step;    ///< per step and GPU (clock, thermal state)
+  /// Per step, data-parallel replica and microbatch: every stage's forward and backward pass of
+  /// that microbatch (its data: sequence lengths of packed samples).
+  std::optional<DistributionSpec> microbatch;
+  std::optional<DistributionSpec> forward_pass, backward_pass;  ///< per pass and GPU
+
+  bool empty() const {
+    return !run && !step && !node_step && !gpu_step && !microbatch && !forward_pass &&
+           !backward_pass;
+  }
+};
+
+/// Variation of the host's own time, in seconds (added, not multiplied).
+struct HostVariationSpec {
+  std::optional<DistributionSpec> launch_gap_s;  ///< before each pass, per GPU: CPU-side gaps
+  std::optional<DistributionSpec> step_s;        ///< per step and GPU, at the step's start
+
+  bool empty() const { return !launch_gap_s && !step_s; }
+};
+
 /// Scope of a collective: within one node, across nodes of a datacenter, across datacenters.
 enum class CommScope { intra_node, inter_node, cross_datacenter };
 const char* to_string(CommScope scope);
@@ -104,6 +143,7 @@ struct VariabilitySpec {
   DistributionSpec per_rack = DistributionSpec::constant_at(1);
 
   std::vector<SlowNodeSpec> slow_nodes;
+  std::vector<SlowGpuSpec> slow_gpus;
   double random_slow_node_probability = 0;  ///< per node and run
   DistributionSpec random_slow_node_slowdown = DistributionSpec::constant_at(1);
 
@@ -113,6 +153,8 @@ struct VariabilitySpec {
   /// Per-collective slowdowns by scope (draws below 1 count as 1: the fabric model is the
   /// fastest a collective can run).
   std::map<CommScope, DistributionSpec> jitter;
+  /// The same for one operation (all_gather, ...) in one scope: wins over `jitter`.
+  std::map<std::pair<CollectiveOp, CommScope>, DistributionSpec> jitter_by_op;
   /// Per point-to-point transfer (pipeline sends) by scope: the transfer's size, hence its
   /// bandwidth time, is multiplied by the draw (draws below 1 count as 1).
   std::map<CommScope, DistributionSpec> transfer_jitter;
@@ -120,8 +162,13 @@ struct VariabilitySpec {
   bool has_wan_rtt = false;
   DistributionSpec wan_rtt_s;  ///< round-trip time of each WAN link, drawn per run
 
-  /// The sources present, by name ("kernels", "gpus", "slow_nodes", "thermal",
-  /// "network_jitter", "transfer_jitter", "network_regimes", "wan_rtt"), for attribution.
+  LevelsSpec levels;
+  HostVariationSpec host;
+
+  /// The sources present, by name ("kernels", "gpus", "slow_nodes", "slow_gpus", "thermal",
+  /// "network_jitter", "transfer_jitter", "network_regimes", "wan_rtt", and per level "run",
+  /// "step", "node_step", "gpu_step", "microbatch", "pass", and "launch_gaps", "host_step"),
+  /// for attribution.
   std::vector<std::string> sources() const;
   /// This spec without one source (a name from sources()).
   VariabilitySpec without(const std::string& source) const;
