@@ -216,7 +216,11 @@ void Simulation::Run::stream_main(int rank, int stream) {
   std::vector<sg4::CommPtr> sends;     // complete on their own; awaited at the step's end
   std::vector<sg4::CommPtr> blocking;  // awaited after the receive batched with them, if any
   std::vector<const Op*> fused;        // consecutive compute ops: one execution
+  const bool launch_gaps = variation_ && variation_->has_launch_gaps();
   for (int step = 0; step < sim_.scenario_.simulation.steps; ++step) {
+    if (stream == 0 && variation_ && variation_->has_host_step()) {
+      sg4::this_actor::sleep_for(variation_->host_step_s(rank, step));
+    }
     for (size_t op_index = 0; op_index < ops.size(); ++op_index) {
       const Op& op = ops[op_index];
       if (!blocking.empty() && !std::holds_alternative<ops::Recv>(op)) {
@@ -224,6 +228,15 @@ void Simulation::Run::stream_main(int rank, int stream) {
         blocking.clear();
       }
       if (is_compute(op)) {
+        const auto* run = std::get_if<ops::RunSegment>(&op);
+        if (launch_gaps && run != nullptr && run->pass && run->pass->first) {
+          // The host's gap before the pass: an execution of its own starts after it.
+          if (!fused.empty()) {
+            compute(rank, stream, step, fused);
+            fused.clear();
+          }
+          sg4::this_actor::sleep_for(variation_->launch_gap_s(rank, step, *run->pass));
+        }
         fused.push_back(&op);
         continue;
       }
@@ -325,7 +338,7 @@ void Simulation::Run::collective(int rank, const ops::Collective& op) {
   group.run(position, group.prepare(op.op, op.bytes, algorithm, op.root), result_.counters);
   if (variation_) {
     // Jitter stretches the call by its slowdown: the fabric model is its fastest.
-    const double slowdown = variation_->collective_slowdown(op.group, position);
+    const double slowdown = variation_->collective_slowdown(op.group, op.op, position);
     if (slowdown > 1) sg4::this_actor::sleep_for((slowdown - 1) * (sg4::Engine::get_clock() - start));
   }
 }

@@ -25,6 +25,17 @@ enum class Purpose : uint64_t {
   regime,
   wan_rtt,
   transfer,
+  // Appended: existing purposes keep their streams.
+  run_level,
+  step_level,
+  node_step_level,
+  gpu_step_level,
+  microbatch_level,
+  forward_pass_level,
+  backward_pass_level,
+  launch_gap,
+  host_step,
+  slow_gpu,
 };
 
 /// Key of the streams of one purpose in one run.
@@ -58,21 +69,22 @@ VariationModel::VariationModel(const VariabilitySpec& spec, const Scenario& scen
   active_ = !spec_.empty();
   if (!active_) return;
   for (const auto& [scope, d] : spec_.jitter) jitter_[scope] = sampler_for(d);
+  for (const auto& [key, d] : spec_.jitter_by_op) jitter_by_op_[key] = sampler_for(d);
   for (const auto& [scope, d] : spec_.transfer_jitter) transfer_jitter_[scope] = sampler_for(d);
   for (const Segment& segment : job.segments) segment_plans_.push_back(plan(segment.kernels));
   plain_plan_ = plan({Kernel{"layer", KernelClass::gemm, 1.0}});
 
-  group_jitter_.assign(job.groups.size(), -1);
-  for (GroupId g(0); g.index() < job.groups.size() && !jitter_.empty(); g = GroupId(g.value() + 1)) {
+  const bool any_jitter = !jitter_.empty() || !jitter_by_op_.empty();
+  group_scope_.assign(job.groups.size(), std::nullopt);
+  for (GroupId g(0); g.index() < job.groups.size() && any_jitter; g = GroupId(g.value() + 1)) {
     std::vector<int> gpus;
     for (int rank : job.groups[g].ranks) gpus.push_back(job.gpu_of_rank[static_cast<size_t>(rank)]);
-    auto it = jitter_.find(topology.scope_of(gpus));
-    if (it != jitter_.end()) group_jitter_[g] = it->second;
+    group_scope_[g] = topology.scope_of(gpus);
   }
   // With tensor-parallel symmetry a simulated group stands for its copies at the other
   // positions: its members wait for the slowest copy at their next lockstep collective.
   group_copies_.resize(job.groups.size());
-  const bool copies = !jitter_.empty() && !job.representative.empty();
+  const bool copies = any_jitter && !job.representative.empty();
   std::map<std::vector<int>, GroupId> simulated;
   for (GroupId g(0); g.index() < job.groups.size(); g = GroupId(g.value() + 1)) {
     group_copies_[g] = {g};
@@ -116,6 +128,40 @@ VariationModel::VariationModel(const VariabilitySpec& spec, const Scenario& scen
   if (spec_.random_slow_node_probability > 0) {
     random_slowdown_ = sampler_for(spec_.random_slow_node_slowdown);
   }
+  for (const SlowGpuSpec& slow : spec_.slow_gpus) {
+    int gpu = slow.gpu;
+    if (gpu < 0) {
+      int rank = slow.rank;
+      if (rank < 0) {
+        std::array<int, 4> coords{};
+        coords[static_cast<size_t>(ParallelDim::tp)] = slow.tp;
+        coords[static_cast<size_t>(ParallelDim::cp)] = slow.cp;
+        coords[static_cast<size_t>(ParallelDim::pp)] = slow.stage;
+        coords[static_cast<size_t>(ParallelDim::dp)] = slow.replica;
+        rank = grid.rank(coords);
+      }
+      gpu = job.gpu_of_rank[static_cast<size_t>(rank)];
+    }
+    SlowGpu s{gpu, sampler_for(slow.slowdown), -1, -1};
+    if (slow.forward) s.forward = sampler_for(*slow.forward);
+    if (slow.backward) s.backward = sampler_for(*slow.backward);
+    slow_gpus_.push_back(s);
+  }
+  const LevelsSpec& levels = spec_.levels;
+  auto level = [&](const std::optional<DistributionSpec>& d) { return d ? sampler_for(*d) : -1; };
+  run_level_ = level(levels.run);
+  step_level_ = level(levels.step);
+  node_step_level_ = level(levels.node_step);
+  gpu_step_level_ = level(levels.gpu_step);
+  microbatch_level_ = level(levels.microbatch);
+  forward_pass_level_ = level(levels.forward_pass);
+  backward_pass_level_ = level(levels.backward_pass);
+  launch_gap_ = level(spec_.host.launch_gap_s);
+  host_step_ = level(spec_.host.step_s);
+  levels_ = !levels.empty() || !slow_gpus_.empty();
+  for (int rank = 0; rank < job.rank_count() && levels.microbatch; ++rank) {
+    replica_of_rank_.push_back(grid.coords(rank)[static_cast<size_t>(ParallelDim::dp)]);
+  }
   thermal_ = spec_.has_thermal;
   if (thermal_) ambient_ = sampler_for(spec_.thermal.ambient_c);
   if (spec_.has_wan_rtt) wan_rtt_ = sampler_for(spec_.wan_rtt_s);
@@ -156,8 +202,11 @@ VariationModel::SegmentPlan VariationModel::plan(const std::vector<Kernel>& kern
       close_chunk();
       SegmentPlan::Collective c;
       c.seconds = kernel.seconds;
+      auto by_op = jitter_by_op_.find({kernel.op, kernel.scope});
       auto it = jitter_.find(kernel.scope);
-      c.jitter = it == jitter_.end() ? -1 : it->second;
+      c.jitter = by_op != jitter_by_op_.end() ? by_op->second
+                 : it == jitter_.end()        ? -1
+                                              : it->second;
       c.inter_node = kernel.scope != CommScope::intra_node;
       plan.jitter |= c.jitter >= 0;
       plan.has_inter_node |= c.inter_node;
@@ -208,7 +257,21 @@ RunVariation::RunVariation(const VariationModel& model, uint64_t run_seed)
           job.lockstep[static_cast<size_t>(job.lockstep_of_rank[static_cast<size_t>(rank)])];
       for (int member : members) unit.gpus.push_back(job.gpu_of_rank[static_cast<size_t>(member)]);
     }
+    if (!model.replica_of_rank_.empty()) unit.replica = model.replica_of_rank_[static_cast<size_t>(rank)];
     for (int gpu : unit.gpus) {
+      unit.nodes.push_back(model.topology_.locate(gpu).node);
+      double all = 1, forward = 1, backward = 1;
+      for (size_t i = 0; i < model.slow_gpus_.size(); ++i) {
+        const auto& slow = model.slow_gpus_[i];
+        if (slow.gpu != gpu) continue;
+        const double d = draw(slow.all, static_cast<uint64_t>(Purpose::slow_gpu), i, 0);
+        all *= d;
+        forward *= slow.forward >= 0 ? draw(slow.forward, static_cast<uint64_t>(Purpose::slow_gpu), i, 1) : d;
+        backward *= slow.backward >= 0 ? draw(slow.backward, static_cast<uint64_t>(Purpose::slow_gpu), i, 2) : d;
+      }
+      unit.slow_other.push_back(all);
+      unit.slow_forward.push_back(forward);
+      unit.slow_backward.push_back(backward);
       unit.slowdown.push_back(model.varies_units_ ? persistent_slowdown(gpu) : 1.0);
       unit.kernel_keys.push_back(splitmix64(kernel_key ^ splitmix64(static_cast<uint64_t>(gpu))));
       if (model.thermal_) {
@@ -218,11 +281,68 @@ RunVariation::RunVariation(const VariationModel& model, uint64_t run_seed)
       }
       unit.varies |= unit.slowdown.back() != 1.0;
     }
-    unit.varies |= model.thermal_;
+    unit.varies |= model.thermal_ || model.levels_;
     unit.max_slowdown = *std::max_element(unit.slowdown.begin(), unit.slowdown.end());
     unit.comm_key = splitmix64(comm_key ^ splitmix64(static_cast<uint64_t>(*std::min_element(
                                               unit.gpus.begin(), unit.gpus.end()))));
   }
+  run_factor_ = draw(model.run_level_, static_cast<uint64_t>(Purpose::run_level), 0);
+}
+
+double RunVariation::draw(int sampler, uint64_t purpose, uint64_t entity, uint64_t index) const {
+  if (sampler < 0) return 1.0;
+  return model_.samplers_[static_cast<size_t>(sampler)].draw(
+      word(stream_key(seed_, static_cast<Purpose>(purpose)), entity, index));
+}
+
+double RunVariation::level_factor(const Unit& unit, size_t i, const Op& op, int step) const {
+  const VariationModel& m = model_;
+  const auto* run = std::get_if<ops::RunSegment>(&op);
+  const std::optional<PassRef> pass = run != nullptr ? run->pass : std::nullopt;
+  const auto s = static_cast<uint64_t>(step);
+  const auto gpu = static_cast<uint64_t>(unit.gpus[i]);
+  double f = run_factor_;
+  f *= draw(m.step_level_, static_cast<uint64_t>(Purpose::step_level), 0, s);
+  f *= draw(m.node_step_level_, static_cast<uint64_t>(Purpose::node_step_level),
+            static_cast<uint64_t>(unit.nodes[i]), s);
+  f *= draw(m.gpu_step_level_, static_cast<uint64_t>(Purpose::gpu_step_level), gpu, s);
+  if (run != nullptr && run->microbatch && m.microbatch_level_ >= 0) {
+    // Shared by every stage's passes of the replica's microbatch.
+    f *= draw(m.microbatch_level_, static_cast<uint64_t>(Purpose::microbatch_level),
+              static_cast<uint64_t>(unit.replica), s * 1000003 + static_cast<uint64_t>(*run->microbatch));
+  }
+  if (pass) {
+    const int sampler = pass->forward ? m.forward_pass_level_ : m.backward_pass_level_;
+    const auto purpose = pass->forward ? Purpose::forward_pass_level : Purpose::backward_pass_level;
+    f *= draw(sampler, static_cast<uint64_t>(purpose), gpu,
+              s * 1000003 + static_cast<uint64_t>(pass->index));
+    f *= pass->forward ? unit.slow_forward[i] : unit.slow_backward[i];
+  } else {
+    f *= unit.slow_other[i];
+  }
+  return f;
+}
+
+double RunVariation::launch_gap_s(int rank, int step, const PassRef& pass) const {
+  const Unit& unit = units_[static_cast<size_t>(rank)];
+  double gap = 0;
+  for (int gpu : unit.gpus) {
+    gap = std::max(gap, draw(model_.launch_gap_, static_cast<uint64_t>(Purpose::launch_gap),
+                             static_cast<uint64_t>(gpu),
+                             static_cast<uint64_t>(step) * 1000003 + static_cast<uint64_t>(pass.index)));
+  }
+  return model_.launch_gap_ >= 0 ? gap : 0.0;
+}
+
+double RunVariation::host_step_s(int rank, int step) const {
+  if (model_.host_step_ < 0) return 0;
+  const Unit& unit = units_[static_cast<size_t>(rank)];
+  double seconds = 0;
+  for (int gpu : unit.gpus) {
+    seconds = std::max(seconds, draw(model_.host_step_, static_cast<uint64_t>(Purpose::host_step),
+                                     static_cast<uint64_t>(gpu), static_cast<uint64_t>(step)));
+  }
+  return seconds;
 }
 
 double RunVariation::persistent_slowdown(int gpu) const {
@@ -323,12 +443,21 @@ ExecutionTime RunVariation::execute(int rank, const std::vector<const Op*>& ops,
     const size_t count = plan.sampler.size();
     chunk_max_.assign(chunks, 0.0);
     factors_.resize(count);
+    level_.assign(members, 1.0);
+    double max_slowdown = unit.max_slowdown;
+    if (m.levels_) {
+      max_slowdown = 0;
+      for (size_t i = 0; i < members; ++i) {
+        level_[i] = level_factor(unit, i, *op, step);
+        max_slowdown = std::max(max_slowdown, unit.slowdown[i] * level_[i]);
+      }
+    }
     if (kernel_seconds != nullptr) collective_at_.assign(plan.collectives.size(), 0);
     const bool uniform = !plan.kernel_noise && !m.thermal_ && kernel_seconds == nullptr;
     if (uniform) {
       // The same kernels at full clock: the slowest member's chunks are the group's (the same
       // products as below, so the same result to the bit).
-      const double slowest = unit.max_slowdown * scale;
+      const double slowest = max_slowdown * scale;
       for (size_t c = 0; c < chunks; ++c) {
         chunk_max_[c] =
             (plan.chunk_clock_s[c] * 1.0 + plan.chunk_other_s[c]) * slowest + plan.chunk_idle_s[c];
@@ -336,7 +465,7 @@ ExecutionTime RunVariation::execute(int rank, const std::vector<const Op*>& ops,
     }
     for (size_t i = 0; i < (uniform ? 0 : members); ++i) {
       const double inverse_clock = 1 / clock_[i];
-      const double slowdown = unit.slowdown[i] * scale;
+      const double slowdown = unit.slowdown[i] * level_[i] * scale;
       if (plan.kernel_noise) {
         // Draw first, then add up: the sums stay in registers.
         const uint64_t key = splitmix64(unit.kernel_keys[i] + index * kGolden);
@@ -398,9 +527,15 @@ ExecutionTime RunVariation::execute(int rank, const std::vector<const Op*>& ops,
   return time;
 }
 
-double RunVariation::collective_slowdown(GroupId group, int position) {
+double RunVariation::collective_slowdown(GroupId group, CollectiveOp op, int position) {
   const VariationModel& m = model_;
-  const int sampler = m.group_jitter_.empty() ? -1 : m.group_jitter_[group];
+  if (m.group_scope_.empty() || !m.group_scope_[group]) return 1.0;
+  const CommScope scope = *m.group_scope_[group];
+  auto by_op = m.jitter_by_op_.find({op, scope});
+  auto by_scope = m.jitter_.find(scope);
+  const int sampler = by_op != m.jitter_by_op_.end() ? by_op->second
+                      : by_scope != m.jitter_.end()  ? by_scope->second
+                                                     : -1;
   if (sampler < 0) return 1.0;
   auto& calls = calls_[group];
   if (calls.empty()) calls.assign(m.job_.groups[group].ranks.size(), 0);

@@ -2,6 +2,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -74,13 +75,27 @@ class VariationModel {
   IdVector<SegmentId, SegmentPlan> segment_plans_;
   SegmentPlan plain_plan_;  ///< compute ops given by seconds (layer stacks)
   std::map<CommScope, int> jitter_;
+  std::map<std::pair<CollectiveOp, CommScope>, int> jitter_by_op_;
   std::map<CommScope, int> transfer_jitter_;
-  IdVector<GroupId, int> group_jitter_;  ///< per job group: sampler, or -1
+  /// Per job group: its scope, when some collective jitter applies to it.
+  IdVector<GroupId, std::optional<CommScope>> group_scope_;
   IdVector<GroupId, std::vector<GroupId>> group_copies_;  ///< per simulated group: groups it stands for
   std::vector<double> regime_cdf_;
   int per_gpu_ = -1, per_node_ = -1, per_rack_ = -1;
   std::vector<std::pair<int, int>> slow_nodes_;  ///< (node, sampler)
   int random_slowdown_ = -1;
+  /// Slow GPUs: (GPU, sampler of all its compute, of its forward passes, of its backward ones).
+  struct SlowGpu {
+    int gpu = 0;
+    int all = -1, forward = -1, backward = -1;
+  };
+  std::vector<SlowGpu> slow_gpus_;
+  /// Samplers of the levels (-1: absent).
+  int run_level_ = -1, step_level_ = -1, node_step_level_ = -1, gpu_step_level_ = -1;
+  int microbatch_level_ = -1, forward_pass_level_ = -1, backward_pass_level_ = -1;
+  int launch_gap_ = -1, host_step_ = -1;
+  bool levels_ = false;          ///< some level or slow GPU varies an op's compute
+  std::vector<int> replica_of_rank_;  ///< data-parallel coordinate (microbatch draws)
   int ambient_ = -1;
   int wan_rtt_ = -1;
   int rack_nodes_ = 1;
@@ -104,8 +119,16 @@ class RunVariation {
                         std::vector<std::vector<double>>* kernel_seconds = nullptr);
   /// The GPUs of simulated rank `rank`'s lockstep members, in the order of `kernel_seconds`.
   const std::vector<int>& member_gpus(int rank) const { return units_[static_cast<size_t>(rank)].gpus; }
-  /// Slowdown (>= 1) of the next call on network group `group` by its member at `position`.
-  double collective_slowdown(GroupId group, int position);
+  /// Slowdown (>= 1) of the next call, `op`, on network group `group` by its member at
+  /// `position`.
+  double collective_slowdown(GroupId group, CollectiveOp op, int position);
+  /// Seconds the host of simulated rank `rank` (its slowest lockstep member) takes before pass
+  /// `pass` of step `step` (launch gap), and at the start of step `step`; 0 without.
+  double launch_gap_s(int rank, int step, const PassRef& pass) const;
+  double host_step_s(int rank, int step) const;
+  /// Whether launch gaps are drawn (passes then start executions of their own).
+  bool has_launch_gaps() const { return model_.launch_gap_ >= 0; }
+  bool has_host_step() const { return model_.host_step_ >= 0; }
   /// Factor (>= 1) multiplying the size of simulated rank `rank`'s next transfer to `peer`.
   double transfer_slowdown(int rank, int peer);
   /// Factor dividing inter-node bandwidth during step `step` (1 without regimes).
@@ -118,6 +141,11 @@ class RunVariation {
  private:
   struct Unit {
     std::vector<int> gpus;  ///< the lockstep members' GPUs
+    std::vector<int> nodes;  ///< of the members' GPUs
+    /// Slow GPUs (what-if) per member: factor of its forward passes, of its backward passes and
+    /// of its other compute.
+    std::vector<double> slow_forward, slow_backward, slow_other;
+    int replica = 0;
     std::vector<double> slowdown;
     double max_slowdown = 1;  ///< of `slowdown`
     std::vector<double> ambient_c, temperature_c;
@@ -130,6 +158,10 @@ class RunVariation {
   };
 
   double persistent_slowdown(int gpu) const;
+  /// The product of the level factors of member `i` of `unit` for `op` in step `step`.
+  double level_factor(const Unit& unit, size_t i, const Op& op, int step) const;
+  /// Draw of sampler `sampler` in the stream of `purpose` for `entity`, draw `index`.
+  double draw(int sampler, uint64_t purpose, uint64_t entity, uint64_t index = 0) const;
   void record_chunk(const VariationModel::SegmentPlan& plan, size_t chunk, double inverse_clock,
                     double slowdown, double chunk_s, std::vector<double>& out);
   double ambient_c(int gpu) const;
@@ -143,6 +175,8 @@ class RunVariation {
   std::vector<double> clock_;                 ///< scratch: per member
   std::vector<double> factors_;               ///< scratch: per kernel
   std::vector<size_t> collective_at_;         ///< scratch: where each chunk's collective is recorded
+  std::vector<double> level_;                 ///< scratch: per member, the op's level factor
+  double run_factor_ = 1;                     ///< the run level's draw
   double peak_temperature_c_ = 0;
 };
 

@@ -25,6 +25,7 @@ struct Kernel {
   double seconds = 0;
   CommScope scope = CommScope::intra_node;  ///< communication: where its group's GPUs are
   double bytes = 0;                         ///< communication: message size (nccl-tests convention)
+  CollectiveOp op = CollectiveOp::all_reduce;  ///< communication: the operation
 };
 
 /// Kernels that run back to back with no outside interaction: simulated as one execution whose
@@ -44,13 +45,21 @@ using SegmentId = Id<struct SegmentTag>;  ///< indexes Job::segments
 using GroupId = Id<struct GroupTag>;      ///< indexes Job::groups
 using EventId = Id<struct EventTag>;      ///< one of a rank's events: 0 .. Program::events-1
 
+/// Which pipeline pass an op belongs to, for variation drawn per pass.
+struct PassRef {
+  int index = 0;        ///< the pass's place in the rank's schedule (0, 1, ...)
+  bool forward = true;
+  bool first = false;   ///< the pass's first op (its launch gap comes before it)
+};
+
 /// What a stream of a rank does, in order: one of the alternatives of `Op`.
 namespace ops {
 
 /// Run the kernels of one segment.
 struct RunSegment {
   SegmentId segment;
-  std::optional<int> microbatch;  ///< for traces
+  std::optional<int> microbatch;  ///< for traces and variation per microbatch
+  std::optional<PassRef> pass;
 };
 /// Stay busy for a given time (a layer stack's layer).
 struct ComputeFor {

@@ -208,7 +208,7 @@ class TransformerJobBuilder {
   double kernel_time(const KernelWork& work) const;
   double analytic_seconds(const PassItem& item, const LayerGroups& groups);
   void emit(std::vector<Op>& stream, const std::vector<OpTemplate>& ops,
-            const LayerGroups& groups, int microbatch) const;
+            const LayerGroups& groups, int microbatch, PassRef* pass = nullptr) const;
   std::shared_ptr<Program> rank_program(int rank);
   /// Elements of gradients per bucket for this rank's stage and model chunk.
   double bucket_elements(int stage, int chunk) const;
@@ -397,7 +397,7 @@ const std::vector<OpTemplate>& TransformerJobBuilder::templates_of(
     } else if (!network_) {
       const GroupId group = *(item->group == LayerGroup::tp ? groups.tp : groups.cp);
       segment.add({item->name, KernelClass::communication, analytic_seconds(*item, groups),
-                   topology_.scope_of(gpus_of(group)), item->bytes});
+                   topology_.scope_of(gpus_of(group)), item->bytes, item->op});
     } else {
       flush();
       ops.push_back(CollectiveTemplate{item->op, item->bytes, item->group});
@@ -440,11 +440,15 @@ SegmentId TransformerJobBuilder::single_kernel_segment(const std::string& name,
 }
 
 void TransformerJobBuilder::emit(std::vector<Op>& stream, const std::vector<OpTemplate>& ops,
-                                 const LayerGroups& groups, int microbatch) const {
+                                 const LayerGroups& groups, int microbatch,
+                                 PassRef* pass) const {
   const auto mb = microbatch >= 0 ? std::optional<int>(microbatch) : std::nullopt;
   for (const OpTemplate& t : ops) {
     if (const auto* segment = std::get_if<SegmentId>(&t)) {
-      stream.push_back(ops::RunSegment{*segment, mb});
+      // The pass's first segment carries `first`, the others not.
+      stream.push_back(ops::RunSegment{
+          *segment, mb, pass != nullptr ? std::optional<PassRef>(*pass) : std::nullopt});
+      if (pass != nullptr) pass->first = false;
       continue;
     }
     const auto& c = std::get<CollectiveTemplate>(t);
@@ -581,6 +585,7 @@ std::shared_ptr<Program> TransformerJobBuilder::rank_program(int rank) {
     const size_t chunk = static_cast<size_t>(pass.chunk);
     const bool receives = pass.forward ? vs > 0 : vs < last_vs;
     const bool sends = pass.forward ? vs < last_vs : vs > 0;
+    PassRef ref{static_cast<int>(i), pass.forward, true};
     if (receives) {
       compute.push_back(ops::Recv{stage_rank(pass.forward ? vs - 1 : vs + 1), transfer_bytes,
                                   pass.microbatch});
@@ -612,7 +617,8 @@ std::shared_ptr<Program> TransformerJobBuilder::rank_program(int rank) {
           compute.push_back(ops::Wait{gathered});
           compute.push_back(ops::Record{started});
         }
-        emit(compute, templates(pass.forward, vs, u, u + 1, groups), groups, pass.microbatch);
+        emit(compute, templates(pass.forward, vs, u, u + 1, groups), groups, pass.microbatch,
+             &ref);
         if (reduces) {
           const EventId ready = program->add_event();
           compute.push_back(ops::Record{ready});
@@ -635,7 +641,8 @@ std::shared_ptr<Program> TransformerJobBuilder::rank_program(int rank) {
       for (size_t u = 0; u < pass_units.size(); ++u) {
         pending_elements += pass_units[u].parameters;
         if (pending_elements >= per_bucket || u + 1 == pass_units.size()) {
-          emit(compute, templates(false, vs, begin, u + 1, groups), groups, pass.microbatch);
+          emit(compute, templates(false, vs, begin, u + 1, groups), groups, pass.microbatch,
+               &ref);
           begin = u + 1;
           close_bucket(zero2);
         }
@@ -645,13 +652,15 @@ std::shared_ptr<Program> TransformerJobBuilder::rank_program(int rank) {
       for (size_t u = 0; u <= pass_units.size(); ++u) {
         const auto it = bucket_gathered.find({pass.chunk, u});
         if (it == bucket_gathered.end() && u < pass_units.size()) continue;
-        if (u > begin) emit(compute, templates(true, vs, begin, u, groups), groups, pass.microbatch);
+        if (u > begin) {
+          emit(compute, templates(true, vs, begin, u, groups), groups, pass.microbatch, &ref);
+        }
         if (it != bucket_gathered.end()) compute.push_back(ops::Wait{it->second});
         begin = u;
       }
     } else {
       emit(compute, templates(pass.forward, vs, 0, pass_units.size(), groups), groups,
-           pass.microbatch);
+           pass.microbatch, &ref);
     }
     if (sends) {
       compute.push_back(ops::Send{stage_rank(pass.forward ? vs + 1 : vs - 1), transfer_bytes,

@@ -197,3 +197,102 @@ TEST_CASE("thermal throttling heats busy GPUs and slows their steps") {
   for (int step = 0; step < 3; ++step) CHECK(hot[step] > cool[step]);
   CHECK(hot[3] < cool[3]);  // derated clocks draw less power
 }
+
+namespace {
+
+/// tiny-gpt on one GPU: no communication, so a step is the sum of its compute and host waits.
+const std::vector<std::string> kOneGpu = {"simulation.steps=1",   "parallelism.gpus=1",
+                                          "parallelism.tp=1",     "parallelism.pp=1",
+                                          "parallelism.dp=1",     "host.kernel_launch=0s",
+                                          "host.collective_launch=0s", "host.step=0s"};
+
+double one_gpu_step(const std::string& variability) {
+  auto overrides = kOneGpu;
+  if (!variability.empty()) overrides.push_back("variability=" + variability);
+  return step_of(load_scenario(kTinyGpt, overrides));
+}
+
+/// Seconds of rank 0's compute per step in passes of one direction.
+double pass_seconds(const Scenario& s, bool forward) {
+  const Job job = build_job(s, Topology(s.platform));
+  double seconds = 0;
+  for (const Op& op : job.program_of_rank[0]->streams[0]) {
+    const auto* run = std::get_if<ops::RunSegment>(&op);
+    if (run != nullptr && run->pass && run->pass->forward == forward) {
+      seconds += nominal_seconds(job, op);
+    }
+  }
+  return seconds;
+}
+
+}  // namespace
+
+TEST_CASE("a constant level slows all the compute it covers, as a persistent slowdown does") {
+  // Every level covers every compute op of one GPU but the pass levels, which leave out the
+  // optimizer step; a constant draw of 2 at any of them doubles the step.
+  const double plain = one_gpu_step("");
+  const double doubled = one_gpu_step("{gpus: {per_gpu: 2}}");
+  CHECK(doubled == Near{2 * plain, 1e-9});
+  for (const char* level : {"run", "step", "node_step", "gpu_step"}) {
+    CAPTURE(level);
+    CHECK(one_gpu_step(fmt::format("{{levels: {{{}: 2}}}}", level)) == Near{doubled, 1e-9});
+  }
+  const Scenario s = load_scenario(kTinyGpt, kOneGpu);
+  const double forward = pass_seconds(s, true), backward = pass_seconds(s, false);
+  REQUIRE(forward > 0);
+  REQUIRE(backward > forward);
+  CHECK(one_gpu_step("{levels: {forward_pass: 2}}") == Near{plain + forward, 1e-9});
+  CHECK(one_gpu_step("{levels: {backward_pass: 2}}") == Near{plain + backward, 1e-9});
+  CHECK(one_gpu_step("{levels: {pass: 2}}") == Near{plain + forward + backward, 1e-9});
+  // Microbatch draws cover the passes (each microbatch's forward and backward).
+  CHECK(one_gpu_step("{levels: {microbatch: 2}}") == Near{plain + forward + backward, 1e-9});
+  // Levels multiply.
+  CHECK(one_gpu_step("{levels: {run: 2, step: 1.5}}") == Near{3 * plain, 1e-9});
+}
+
+TEST_CASE("a slow GPU slows its forward and backward passes by their own factors") {
+  const Scenario s = load_scenario(kTinyGpt, kOneGpu);
+  const double forward = pass_seconds(s, true), backward = pass_seconds(s, false);
+  const double plain = one_gpu_step("");
+  CHECK(one_gpu_step("{slow_gpus: [{gpu: 0, forward: 3}]}") == Near{plain + 2 * forward, 1e-9});
+  CHECK(one_gpu_step("{slow_gpus: [{gpu: 0, backward: 1.5}]}") ==
+        Near{plain + 0.5 * backward, 1e-9});
+  // `slowdown` covers everything, the passes included unless given their own factor.
+  CHECK(one_gpu_step("{slow_gpus: [{gpu: 0, slowdown: 2}]}") == Near{2 * plain, 1e-9});
+  CHECK(one_gpu_step("{slow_gpus: [{gpu: 0, slowdown: 2, forward: 1}]}") ==
+        Near{2 * plain - forward, 1e-9});
+  // A slow GPU elsewhere leaves this one alone (a 16-GPU job: only rank 0's GPU is slowed
+  // here, and it never makes a step faster).
+  const std::vector<std::string> base = {"simulation.steps=1", "engine.layer_collectives=analytic"};
+  const double nominal = step_of(load_scenario(kTinyGpt, base));
+  auto slowed = base;
+  slowed.push_back("variability={slow_gpus: [{stage: 1, replica: 2, forward: 1.5}]}");
+  CHECK(step_of(load_scenario(kTinyGpt, slowed)) > nominal);
+}
+
+TEST_CASE("host step time and launch gaps delay the GPU by their durations") {
+  const double plain = one_gpu_step("");
+  CHECK(one_gpu_step("{host: {step: 10ms}}") == Near{plain + 0.010, 1e-9});
+  // One GPU: every pass (a forward and a backward per microbatch) waits its gap.
+  const Scenario s = load_scenario(kTinyGpt, kOneGpu);
+  const Job job = build_job(s, Topology(s.platform));
+  int passes = 0;
+  for (const Op& op : job.program_of_rank[0]->streams[0]) {
+    const auto* run = std::get_if<ops::RunSegment>(&op);
+    passes += run != nullptr && run->pass && run->pass->first;
+  }
+  CHECK(passes == 2 * s.workload.global_batch / s.workload.microbatch);
+  CHECK(one_gpu_step("{host: {launch_gap: 1ms}}") == Near{plain + passes * 0.001, 1e-9});
+}
+
+TEST_CASE("level draws are seeded: the same run repeats, runs differ, a step's draw is shared") {
+  const std::vector<std::string> base = {"simulation.steps=3", "engine.layer_collectives=analytic",
+                                         "variability={levels: {step: {lognormal: {median: 1, "
+                                         "sigma: 0.2}}}}"};
+  const Scenario s = load_scenario(kTinyGpt, base);
+  const auto a = simulate(s, 0), again = simulate(s, 0), other = simulate(s, 1);
+  REQUIRE(a.size() == 4);
+  CHECK(a == again);
+  CHECK(a != other);
+  CHECK(a[0] != a[1]);
+}

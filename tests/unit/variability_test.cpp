@@ -272,11 +272,57 @@ TEST_CASE("collective jitter is a slowdown drawn per call and shared by its memb
   RunVariation run(f.model, 3);
   int above = 0;
   for (int call = 0; call < 200; ++call) {
-    const double first = run.collective_slowdown(dp, 0);
+    const double first = run.collective_slowdown(dp, CollectiveOp::all_reduce, 0);
     CHECK(first >= 1.0);
-    CHECK(run.collective_slowdown(dp, 1) == first);
+    CHECK(run.collective_slowdown(dp, CollectiveOp::all_reduce, 1) == first);
     above += first > 1.0;
   }
   CHECK(above > 60);  // about half the draws of a median-1 lognormal exceed 1
   CHECK(above < 140);
+}
+
+namespace {
+
+/// The first compute op of `rank` in microbatch `microbatch`'s pass of direction `forward`.
+const Op* pass_op(const Job& job, int rank, int microbatch, bool forward) {
+  for (const Op& op : job.program_of_rank[static_cast<size_t>(rank)]->streams[0]) {
+    const auto* run = std::get_if<ops::RunSegment>(&op);
+    if (run != nullptr && run->pass && run->pass->forward == forward && run->microbatch &&
+        *run->microbatch == microbatch) {
+      return &op;
+    }
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+TEST_CASE("level draws are shared where the level says: a step, a node, a GPU, a microbatch") {
+  const char* levels[] = {"step", "node_step", "gpu_step", "microbatch"};
+  for (const char* level : levels) {
+    CAPTURE(level);
+    const Fixture f(tiny(std::string("{levels: {") + level +
+                         ": {uniform: {min: 1, max: 2}}}}"));
+    RunVariation run(f.model, 11);
+    // The factor of a forward pass of microbatch 0 at rank `rank` in step `step`.
+    auto factor = [&](int rank, int step) {
+      const Op* op = pass_op(f.job, rank, 0, true);
+      REQUIRE(op != nullptr);
+      const ExecutionTime t = run.execute(rank, {op}, 0, step);
+      return (t.seconds - t.communication_s - f.of_class(op, KernelClass::idle)) / f.compute_s(op);
+    };
+    // tiny-gpt: ranks 0 and 1 are a tensor-parallel pair (one lockstep unit) on node 0, stage 0;
+    // the grid is [tp, cp, dp, pp]: rank 2 is replica 1 of stage 0, rank 8 stage 1 of replica 0
+    // (node 1).
+    const int same_node = 2, other_stage = 8;
+    const double a = factor(0, 0);
+    CHECK(a >= 1.0);
+    CHECK(a <= 2.0);
+    CHECK(factor(0, 1) != a);  // every level here draws again each step
+    const bool by_node = std::string(level) == "node_step";
+    const bool by_step = std::string(level) == "step";
+    const bool by_microbatch = std::string(level) == "microbatch";
+    CHECK((factor(same_node, 0) == Near{a, 1e-12}) == (by_step || by_node));
+    CHECK((factor(other_stage, 0) == Near{a, 1e-12}) == (by_step || by_microbatch));
+  }
 }
