@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <limits>
+#include <optional>
+#include <string>
 #include <stdexcept>
 #include <unordered_map>
 
@@ -21,6 +23,40 @@ GroupLayout layout_of(const std::vector<int>& gpus, const Topology& topology) {
   return layout;
 }
 
+std::optional<NcclProtocol> nccl_protocol(std::string_view name) {
+  std::string lower(name);
+  std::transform(lower.begin(), lower.end(), lower.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  if (lower == "ll") return NcclProtocol::ll;
+  if (lower == "ll128") return NcclProtocol::ll128;
+  if (lower == "simple" || lower == "nvls") return NcclProtocol::simple;
+  return std::nullopt;
+}
+
+TunerInputs tuner_inputs(const GroupLayout& layout, const PlatformSpec& platform, CollectiveOp op) {
+  TunerInputs in;
+  in.op = op;
+  in.ranks = layout.size();
+  std::vector<int> nodes = layout.node;
+  std::sort(nodes.begin(), nodes.end());
+  in.nodes = static_cast<int>(std::unique(nodes.begin(), nodes.end()) - nodes.begin());
+  in.channels = platform.collectives.tuner_channels > 0 ? platform.collectives.tuner_channels
+                                                        : platform.collective_channels();
+  in.generation = gpu_generation(platform.gpu.model);
+  in.amd_cpu = platform.amd_cpu;
+  in.intra_channel_GBps = platform.nvlink.bandwidth_Bps / 1e9 / in.channels;
+  in.inter_channel_GBps = platform.nic.bandwidth_Bps / 1e9;
+  in.nvls = platform.nvls;
+  return in;
+}
+
+CollectivePlanner planner_for(GroupLayout layout, const PlatformSpec& platform) {
+  const double nvls_efficiency = platform.collectives.nvls_efficiency;
+  const double nvls_scale = nvls_efficiency > 0 ? platform.nvlink.efficiency / nvls_efficiency : 1.0;
+  return CollectivePlanner(std::move(layout), platform.collective_channels(),
+                           platform.collective_p2p_channels(), nvls_scale);
+}
+
 std::vector<PhaseCost> estimate_phases(const CollectivePlan& plan, int group_size,
                                        const std::vector<int>& gpu_of_position,
                                        const Topology& topology) {
@@ -34,6 +70,7 @@ std::vector<PhaseCost> estimate_phases(const CollectivePlan& plan, int group_siz
   for (size_t phase = 0; phase < phases.size(); ++phase) {
     PhaseCost& cost = phases[phase];
     cost.latency_steps = latency_steps[phase];
+    cost.overlapping_chunks = plan.overlapping_chunks(static_cast<int>(phase));
     cost.forwarding_steps = std::max(1, forwarding_steps[phase]);
     for (int pos = 0; pos < group_size; ++pos) {
       plan.phase(pos, static_cast<int>(phase), step);
@@ -140,20 +177,57 @@ CollectiveChoice choose_collective(const CollectivePlanner& planner,
     }
     candidates.push_back(forced);
   } else {
+    // NCCL's algorithms: the hierarchical rings are prismsim's own, run only when asked for.
     for (Algorithm a : algorithms_for(op)) {
-      if (planner.supports(op, a, platform.nvls)) candidates.push_back(a);
+      if (a != Algorithm::hierarchical && planner.supports(op, a, platform.nvls)) {
+        candidates.push_back(a);
+      }
     }
   }
   choice.seconds = std::numeric_limits<double>::infinity();
+  // NCCL's tuner picks by its own estimates; the call then costs what the model says.
+  if (tuning.tuner != TunerKind::fastest) {
+    const TunerInputs inputs = tuner_inputs(planner.layout(), platform, op);
+    double best = std::numeric_limits<double>::infinity();
+    const ProtocolSpec* picked = nullptr;
+    for (Algorithm a : candidates) {
+      const auto consider = [&](const ProtocolSpec& protocol) {
+        const auto nccl = nccl_protocol(protocol.name);
+        if (!nccl) return;
+        const double estimate = nccl_estimate_seconds(tuning.tuner, inputs, a, *nccl, bytes);
+        if (estimate >= 0 && estimate < best) {
+          best = estimate;
+          picked = &protocol;
+          choice.algorithm = a;
+        }
+      };
+      if (a == Algorithm::nvls) {
+        consider(tuning.nvls);
+      } else {
+        for (const auto& protocol : tuning.protocols) consider(protocol);
+      }
+    }
+    if (picked != nullptr && tuning.tuner_picks_protocol) {
+      const auto plan = planner.plan(op, choice.algorithm, bytes, root);
+      choice.phases = estimate_phases(*plan, n, gpu_of_position, topology);
+      choice.protocol = picked;
+      choice.seconds = predicted_seconds(choice.phases, tuning.launch_latency_s, *picked);
+      return choice;
+    }
+    // The tuner's algorithm, with the protocol the model finds fastest.
+    if (picked != nullptr) candidates = {choice.algorithm};
+  }
   for (Algorithm a : candidates) {
     const auto plan = planner.plan(op, a, bytes, root);
     auto phases = estimate_phases(*plan, n, gpu_of_position, topology);
-    for (const auto& protocol : tuning.protocols) {
+    // NVLS runs its own kernel (Simple only in NCCL), with its own fixed cost.
+    const std::vector<ProtocolSpec> nvls_only = {tuning.nvls};
+    for (const auto& protocol : a == Algorithm::nvls ? nvls_only : tuning.protocols) {
       const double t = predicted_seconds(phases, tuning.launch_latency_s, protocol);
       if (t < choice.seconds) {
         choice.seconds = t;
         choice.algorithm = a;
-        choice.protocol = &protocol;
+        choice.protocol = a == Algorithm::nvls ? &tuning.nvls : &protocol;
         choice.phases = phases;
       }
     }
@@ -161,11 +235,27 @@ CollectiveChoice choose_collective(const CollectivePlanner& planner,
   return choice;
 }
 
+double back_to_back_period_seconds(const CollectiveChoice& choice, const PlatformSpec& platform) {
+  if (choice.local_copy || choice.phases.empty()) return -1;
+  const ProtocolSpec& protocol = *choice.protocol;
+  double period = platform.collectives.launch_latency_s + protocol.base_latency_s;
+  for (const PhaseCost& phase : choice.phases) {
+    if (phase.overlapping_chunks <= 0) return -1;
+    period += wire_bytes(phase.bandwidth_s, protocol) +
+              phase.overlapping_chunks * protocol.step_latency_s + streaming_seconds(phase, protocol);
+  }
+  return period;
+}
+
+double back_to_back_seconds(double first_call_s, double period_s, int iterations) {
+  if (iterations <= 1 || period_s < 0) return first_call_s;
+  return (first_call_s + (iterations - 1) * std::min(period_s, first_call_s)) / iterations;
+}
+
 double predicted_call_seconds(const std::vector<int>& gpus, const Topology& topology,
                               const PlatformSpec& platform, CollectiveOp op, double bytes,
                               Algorithm forced) {
-  const CollectivePlanner planner(layout_of(gpus, topology), platform.collective_channels(),
-                                  platform.collective_p2p_channels());
+  const CollectivePlanner planner = planner_for(layout_of(gpus, topology), platform);
   if (!planner.supports(op, forced, platform.nvls)) forced = Algorithm::automatic;
   return choose_collective(planner, gpus, topology, platform, op, bytes, forced).seconds;
 }

@@ -1,5 +1,7 @@
 #pragma once
 
+#include <optional>
+#include <string_view>
 #include <vector>
 
 #include "collectives/plan.hpp"
@@ -17,10 +19,19 @@ struct PhaseCost {
                                  ///< along the slowest path of a pipelined phase
   double pipeline_fill_s = 0;    ///< a pipeline's fill and drain: its path's extra chunk times
   int forwarding_steps = 1;      ///< store-and-forward steps the phase's data passes in turn
+  int overlapping_chunks = 0;    ///< CollectivePlan::overlapping_chunks
 };
 
 /// Where each of `gpus` sits (node, slot), as plans need it.
 GroupLayout layout_of(const std::vector<int>& gpus, const Topology& topology);
+
+/// NCCL's protocol of a protocol name (LL, LL128, Simple, any case; NVLS runs Simple).
+std::optional<NcclProtocol> nccl_protocol(std::string_view name);
+/// What NCCL's tuner knows of a group on `platform` for `op` (see TunerInputs).
+TunerInputs tuner_inputs(const GroupLayout& layout, const PlatformSpec& platform, CollectiveOp op);
+
+/// The planner of a group on `platform`: its channels, point-to-point channels and NVLS rate.
+CollectivePlanner planner_for(GroupLayout layout, const PlatformSpec& platform);
 
 /// Costs each coarse phase of `plan` for a group whose position p runs on GPU gpu_of_position[p].
 std::vector<PhaseCost> estimate_phases(const CollectivePlan& plan, int group_size,
@@ -63,6 +74,19 @@ CollectiveChoice choose_collective(const CollectivePlanner& planner,
                                    const std::vector<int>& gpu_of_position,
                                    const Topology& topology, const PlatformSpec& platform,
                                    CollectiveOp op, double bytes, Algorithm forced, int root = 0);
+
+/// The time by which a loop of back-to-back calls of `choice` advances per call (nccl-tests
+/// times such a loop): broadcast and reduce calls overlap along their chain, a member starting
+/// the next call once it has forwarded this one's chunks, so the busiest member's time per call
+/// counts: launch + base latency + per phase (its busiest link's wire time + chunks x step
+/// latency + the streaming time). Negative where calls do not overlap (every member waits for
+/// the whole group: rings, trees) or for a one-GPU copy.
+double back_to_back_period_seconds(const CollectiveChoice& choice, const PlatformSpec& platform);
+
+/// nccl-tests' time per call over `iterations` back-to-back calls whose first takes
+/// `first_call_s`: (first + (iterations - 1) x min(period, first)) / iterations, or the first
+/// call's time where calls do not overlap.
+double back_to_back_seconds(double first_call_s, double period_s, int iterations);
 
 /// Predicted duration of `op` on the group of `gpus` (nothing else on the network) with `forced`
 /// where it can run the call and the automatic choice elsewhere, as training jobs run calls.
