@@ -5,6 +5,7 @@
 #include <limits>
 #include <numeric>
 #include <set>
+#include <utility>
 
 #include "collectives/cost_model.hpp"
 #include "collectives/plan.hpp"
@@ -96,7 +97,10 @@ bool determined(Needs needs, const PlatformSpec& platform, const std::vector<Ncc
     switch (needs) {
       case Needs::always: return true;
       case Needs::multi_gpu:
-        if (log.ranks > 1 && log.algorithm != Algorithm::nvls) return true;
+        if (log.ranks > 1 && log.algorithm != Algorithm::nvls &&
+            log.algorithm != Algorithm::nvls_tree) {
+          return true;
+        }
         break;
       case Needs::multi_node:
         if (multi_node) return true;
@@ -105,8 +109,9 @@ bool determined(Needs needs, const PlatformSpec& platform, const std::vector<Ncc
         if (log.ranks == 1) return true;
         break;
       case Needs::nvls:
-        if (platform.nvls && !multi_node && log.ranks > 1 && log.op == CollectiveOp::all_reduce &&
-            (log.algorithm == Algorithm::automatic || log.algorithm == Algorithm::nvls)) {
+        if (platform.nvls && log.ranks > 1 && log.op == CollectiveOp::all_reduce &&
+            (log.algorithm == Algorithm::automatic || log.algorithm == Algorithm::nvls ||
+             log.algorithm == Algorithm::nvls_tree)) {
           return true;
         }
         break;
@@ -117,10 +122,12 @@ bool determined(Needs needs, const PlatformSpec& platform, const std::vector<Ncc
 
 /// Objective of a fit: the mean over logs of the mean sixth power of the log error of each size's
 /// time in units of its tolerance.
-double fit_objective(const PlatformSpec& p, const std::vector<NcclLog>& logs) {
+double fit_objective(const PlatformSpec& p, const std::vector<NcclLog>& logs,
+                     std::vector<LogPredictor>& predictors) {
   double total = 0;
-  for (const auto& log : logs) {
-    const auto predicted = predict_log(p, log);
+  for (size_t l = 0; l < logs.size(); ++l) {
+    const NcclLog& log = logs[l];
+    const auto predicted = predictors[l].predict(p);
     double sum = 0;
     for (size_t i = 0; i < predicted.size(); ++i) {
       // The sixth power, not the square: the targets bound the worst error of every log, and a
@@ -168,27 +175,55 @@ std::vector<FitKnob> collective_knobs(const PlatformSpec& platform, const std::v
   return knobs;
 }
 
-std::vector<double> predict_log(const PlatformSpec& platform, const NcclLog& log) {
-  PlatformSpec sized = platform;
+LogPredictor::LogPredictor(const PlatformSpec& platform, const NcclLog& log)
+    : log_(&log),
+      sized_(platform),
+      gpus_(static_cast<size_t>(log.ranks)),
+      planner_(GroupLayout{}, 1, 1) {
   const int nodes = (log.ranks + platform.gpus_per_node - 1) / platform.gpus_per_node;
-  sized.datacenters = {{"fit", nodes}};
+  sized_.datacenters = {{"fit", nodes}};
+  sized_.wan.clear();
+  std::iota(gpus_.begin(), gpus_.end(), 0);
+  const Topology topology(sized_);
+  layout_ = layout_of(gpus_, topology);
+  planner_ = planner_for(layout_, sized_);
+  algorithm_ = log.algorithm != Algorithm::automatic &&
+                       planner_.supports(log.op, log.algorithm, sized_.nvls)
+                   ? log.algorithm
+                   : Algorithm::automatic;
+}
+
+std::vector<double> LogPredictor::predict(const PlatformSpec& platform) {
+  PlatformSpec sized = platform;
+  sized.datacenters = sized_.datacenters;
   sized.wan.clear();
   const Topology topology(sized);
-  std::vector<int> gpus(static_cast<size_t>(log.ranks));
-  std::iota(gpus.begin(), gpus.end(), 0);
-  const CollectivePlanner planner = planner_for(layout_of(gpus, topology), sized);
-  const Algorithm algorithm =
-      log.algorithm != Algorithm::automatic && planner.supports(log.op, log.algorithm, sized.nvls)
-          ? log.algorithm
-          : Algorithm::automatic;
   std::vector<double> predicted;
-  for (const auto& point : log.points) {
+  for (size_t i = 0; i < log_->points.size(); ++i) {
+    const double bytes = log_->points[i].bytes;
+    const auto phases_of = [&](Algorithm a) {
+      if (a == Algorithm::nvls || a == Algorithm::nvls_tree) {  // bytes depend on NVLS efficiency
+        const CollectivePlanner planner = planner_for(layout_, sized);
+        const auto plan = planner.plan(log_->op, a, bytes);
+        return estimate_phases(*plan, log_->ranks, gpus_, topology);
+      }
+      auto [it, added] = loads_.try_emplace({i, a});
+      if (added) {
+        const auto plan = planner_.plan(log_->op, a, bytes);
+        it->second = phase_loads(*plan, log_->ranks, gpus_, topology);
+      }
+      return cost_phases(it->second, topology);
+    };
     const CollectiveChoice choice =
-        choose_collective(planner, gpus, topology, sized, log.op, point.bytes, algorithm);
+        choose_collective(planner_, sized, log_->op, bytes, algorithm_, phases_of);
     predicted.push_back(back_to_back_seconds(
-        choice.seconds, back_to_back_period_seconds(choice, sized), log.iterations));
+        choice.seconds, back_to_back_period_seconds(choice, sized), log_->iterations));
   }
   return predicted;
+}
+
+std::vector<double> predict_log(const PlatformSpec& platform, const NcclLog& log) {
+  return LogPredictor(platform, log).predict(platform);
 }
 
 PlatformSpec fit_collectives(const PlatformSpec& given, const std::vector<NcclLog>& logs,
@@ -201,10 +236,12 @@ PlatformSpec fit_collectives(const PlatformSpec& given, const std::vector<NcclLo
   auto apply = [&](PlatformSpec& p, const std::vector<double>& x) {
     for (size_t i = 0; i < knobs.size(); ++i) *knobs[i].field(p) = from_free(knobs[i], x[i]);
   };
+  std::vector<LogPredictor> predictors;
+  for (const auto& log : logs) predictors.emplace_back(platform, log);
   auto objective = [&](const std::vector<double>& x) {
     PlatformSpec p = platform;
     apply(p, x);
-    return fit_objective(p, logs);
+    return fit_objective(p, logs, predictors);
   };
   if (knobs.empty()) return platform;
   // Several starting points for the protocols (their regimes overlap, and a simplex started in
@@ -221,7 +258,10 @@ PlatformSpec fit_collectives(const PlatformSpec& given, const std::vector<NcclLo
            {"collectives.protocols.LL.bandwidth_efficiency", {0.05, 0.3}},
            {"collectives.protocols.LL128.bandwidth_efficiency", {0.2, 0.6}},
            {"collectives.protocols.LL128.base_latency", {5e-6, 20e-6}},
-           {"collectives.protocols.Simple.base_latency", {20e-6, 50e-6}}}) {
+           {"collectives.protocols.Simple.base_latency", {20e-6, 50e-6}},
+           // Fixed costs of tens of microseconds (a host-driven network such as EFA) sit far
+           // from a kernel launch's few.
+           {"collectives.launch_latency", {4e-6, 30e-6}}}) {
     if (is_free(v.knob)) variations.push_back(std::move(v));
   }
   std::vector<double> best;

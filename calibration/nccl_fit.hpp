@@ -1,10 +1,14 @@
 #pragma once
 
 #include <functional>
+#include <map>
+#include <utility>
 #include <string>
 #include <vector>
 
 #include "collectives/collective.hpp"
+#include "collectives/cost_model.hpp"
+#include "collectives/plan.hpp"
 #include "config/scenario.hpp"
 #include "nccl_log.hpp"
 
@@ -29,8 +33,9 @@ PlatformSpec with_fit_protocols(PlatformSpec platform);
 
 /// The knobs `logs` determine on `platform` (from with_fit_protocols): NVLink and the protocols
 /// with any multi-GPU log, the NIC with a multi-node one, local copy with a one-GPU one, NVLS
-/// with a one-node all-reduce on a platform with node.nvls; the launch latency always. Knobs
-/// named in `fixed` are left out (they keep the platform's values).
+/// with an all-reduce (NVLS in a node, NVLS tree across nodes) on a platform with node.nvls;
+/// the launch latency always. Knobs named in `fixed` are left out (they keep the platform's
+/// values).
 std::vector<FitKnob> collective_knobs(const PlatformSpec& platform, const std::vector<NcclLog>& logs,
                                       const std::vector<std::string>& fixed);
 
@@ -38,6 +43,25 @@ std::vector<FitKnob> collective_knobs(const PlatformSpec& platform, const std::v
 constexpr double kLargeMessageBytes = 1024.0 * 1024.0;
 /// The accuracy target of a message of `bytes`: 0.10 or 0.25.
 inline double nccl_tolerance(double bytes) { return bytes >= kLargeMessageBytes ? 0.10 : 0.25; }
+
+/// Predicts one log for many parameter values: the plans' link loads, which depend on the group
+/// and sizes only, are routed once and costed again for each platform's link parameters.
+class LogPredictor {
+ public:
+  /// `platform` gives the structure (GPUs per node, fabric, channels); `log` must outlive this.
+  LogPredictor(const PlatformSpec& platform, const NcclLog& log);
+  /// As predict_log(platform, log), for `platform` of the same structure.
+  std::vector<double> predict(const PlatformSpec& platform);
+
+ private:
+  const NcclLog* log_;
+  PlatformSpec sized_;
+  std::vector<int> gpus_;
+  GroupLayout layout_;
+  CollectivePlanner planner_;
+  Algorithm algorithm_ = Algorithm::automatic;
+  std::map<std::pair<size_t, Algorithm>, std::vector<PhaseLoads>> loads_;
+};
 
 /// The model's predicted time for each point of `log` (its op, and its algorithm where forced),
 /// with `platform` as it is, on GPUs 0..ranks-1: nccl-tests' average of log.iterations calls

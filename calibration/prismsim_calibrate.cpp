@@ -137,9 +137,48 @@ void print_rows(const NcclLog& log, const std::vector<double>& predicted, const 
   std::cout << "\n";
 }
 
+/// A log's name for the provenance line: its folder and file ("nccl-tests-azure-a100/x.log"),
+/// with a table's filters.
+std::string short_name(const std::string& path) {
+  const size_t at = path.find('@');
+  const std::string file = path.substr(0, at);
+  const size_t slash = file.rfind('/');
+  const size_t folder = slash == std::string::npos || slash == 0 ? std::string::npos
+                                                                  : file.rfind('/', slash - 1);
+  return path.substr(folder == std::string::npos ? 0 : folder + 1);
+}
+
+/// Short names of `logs`, a table's logs of several GPU counts as one: "t.csv@k=v (4, 8 GPUs)".
+std::string names_of(const std::vector<NcclLog>& logs) {
+  std::vector<std::pair<std::string, std::string>> names;  // base, GPU counts
+  for (const auto& log : logs) {
+    std::string name = short_name(log.path);
+    const std::string suffix = fmt::format(" ({} GPUs)", log.ranks);
+    const bool table = name.size() > suffix.size() &&
+                       name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
+    if (!table) {
+      names.emplace_back(name, "");
+      continue;
+    }
+    name.erase(name.size() - suffix.size());
+    auto it = std::find_if(names.begin(), names.end(), [&](const auto& n) { return n.first == name; });
+    if (it == names.end()) {
+      names.emplace_back(name, std::to_string(log.ranks));
+    } else {
+      it->second += ", " + std::to_string(log.ranks);
+    }
+  }
+  std::string out;
+  for (const auto& [name, counts] : names) {
+    out += (out.empty() ? "" : ", ") + name + (counts.empty() ? "" : " (" + counts + " GPUs)");
+  }
+  return out;
+}
+
 std::string group_of(const NcclLog& log, const std::string& by) {
   if (by == "nodes") return fmt::format("{} nodes", log.nodes);
   if (by == "file") return log.path;
+  if (by == "source") return log.path.substr(0, log.path.find('@'));
   return fmt::format("{} GPUs", log.ranks);
 }
 
@@ -147,7 +186,7 @@ std::string group_of(const NcclLog& log, const std::string& by) {
 
 int main(int argc, char** argv) {
   std::string platform_path, op_name, groups_by = "gpus";
-  std::vector<std::string> overrides, logs_paths, vtrain, busbw, predict_paths, fixed;
+  std::vector<std::string> overrides, logs_paths, vtrain, busbw, predict_paths, predict_busbw, fixed;
   bool no_cross_validation = false;
   po::options_description named("options");
   named.add_options()("help,h", "show this help")("platform", po::value(&platform_path), "platform file")(
@@ -160,8 +199,11 @@ int main(int argc, char** argv) {
       "algo)")(
       "predict", po::value(&predict_paths)->composing(),
       "nccl-tests log to predict only, never fitted (LOG[@GPUS[/NODES]])")(
+      "predict-busbw", po::value(&predict_busbw)->composing(),
+      "bus-bandwidth table to predict only, never fitted (as --busbw)")(
       "fix", po::value(&fixed)->composing(), "keep this parameter at the platform's value")(
-      "groups", po::value(&groups_by), "leave-one-group-out by gpus (default), nodes or file")(
+      "groups", po::value(&groups_by),
+      "leave-one-group-out by gpus (default), nodes, file or source (a table's file)")(
       "no-cross-validation", po::bool_switch(&no_cross_validation),
       "skip the leave-one-group-out fits")(
       "log", po::value(&logs_paths)->composing(),
@@ -183,8 +225,10 @@ int main(int argc, char** argv) {
     const bool op_given = !op_name.empty();
     const auto op = parse_collective_op(op_given ? op_name : "all_reduce");
     if (!op) throw UsageProblem{fmt::format("unknown collective '{}'", op_name)};
-    if (groups_by != "gpus" && groups_by != "nodes" && groups_by != "file") {
-      throw UsageProblem{fmt::format("--groups expects gpus, nodes or file, got '{}'", groups_by)};
+    if (groups_by != "gpus" && groups_by != "nodes" && groups_by != "file" &&
+        groups_by != "source") {
+      throw UsageProblem{
+          fmt::format("--groups expects gpus, nodes, file or source, got '{}'", groups_by)};
     }
     const auto names = collective_knob_names();
     for (const std::string& name : fixed) {
@@ -206,26 +250,39 @@ int main(int argc, char** argv) {
       }
       logs.push_back(read_vtrain_allreduce_csv(spec.substr(0, colon), static_cast<int>(*gpus)));
     }
-    for (const auto& spec : busbw) {
-      std::vector<std::string> parts = split_fields(spec, '@');
-      const std::string path = parts.front();
-      parts.erase(parts.begin());
-      Algorithm forced = Algorithm::automatic;
-      std::vector<std::string> filters;
-      for (const std::string& part : parts) {
-        if (part.rfind("algo=", 0) == 0) {
-          const auto a = parse_algorithm(part.substr(5));
-          if (!a) throw UsageProblem{fmt::format("'{}': unknown algorithm '{}'", spec, part.substr(5))};
-          forced = *a;
-        } else {
+    const auto read_tables = [&](const std::vector<std::string>& specs, std::vector<NcclLog>& into) {
+      for (const auto& spec : specs) {
+        std::vector<std::string> parts = split_fields(spec, '@');
+        const std::string path = parts.front();
+        parts.erase(parts.begin());
+        Algorithm forced = Algorithm::automatic;
+        std::vector<std::string> filters;
+        for (const std::string& part : parts) {
+          if (part.rfind("algo=", 0) == 0) {
+            const auto a = parse_algorithm(part.substr(5));
+            if (!a) {
+              throw UsageProblem{fmt::format("'{}': unknown algorithm '{}'", spec, part.substr(5))};
+            }
+            forced = *a;
+          }
           filters.push_back(part);
         }
+        std::vector<std::string> table_filters;
+        for (const auto& f : filters) {
+          if (f.rfind("algo=", 0) != 0) table_filters.push_back(f);
+        }
+        for (NcclLog& log : read_busbw_table(path, table_filters, *op)) {
+          log.algorithm = forced;
+          if (forced != Algorithm::automatic) {
+            log.path = log.path.substr(0, log.path.rfind(" (")) + "@algo=" + to_string(forced) +
+                       log.path.substr(log.path.rfind(" ("));
+          }
+          into.push_back(std::move(log));
+        }
       }
-      for (NcclLog& log : read_busbw_table(path, filters, *op)) {
-        log.algorithm = forced;
-        logs.push_back(std::move(log));
-      }
-    }
+    };
+    read_tables(busbw, logs);
+    read_tables(predict_busbw, held_out);
     for (const auto* set : {&logs, &held_out}) {
       for (const auto& log : *set) {
         if (log.ranks > platform.total_gpus()) {
@@ -262,23 +319,22 @@ int main(int argc, char** argv) {
       out_all = combine(out_all, busbw_errors(log, predicted_out.back()));
     }
 
-    std::string sources;
-    for (const auto& log : logs) sources += (sources.empty() ? "" : ", ") + log.path;
+    const std::string sources = names_of(logs);
+    std::string fixed_text;
+    for (const auto& name : fixed) fixed_text += (fixed_text.empty() ? "" : ", ") + name;
     std::string provenance = fmt::format(
-        "prismsim-calibrate on {}; worst busbw error from 1 MiB / below: in sample {}", sources,
+        "prismsim-calibrate on {}{}; worst busbw error from 1 MiB / below: in sample {}", sources,
+        fixed_text.empty() ? "" : fmt::format(" (kept from the platform file: {})", fixed_text),
         worst_pair(in_all));
     if (!folds.empty()) {
       provenance += fmt::format(", leave-one-{}-out {}",
-                                groups_by == "gpus" ? "GPU-count" : groups_by == "nodes"
-                                                                        ? "node-count"
-                                                                        : "file",
+                                groups_by == "gpus"    ? "GPU-count"
+                                : groups_by == "nodes" ? "node-count"
+                                                       : groups_by,
                                 worst_pair(logo_all));
     }
     if (!held_out.empty()) {
-      std::string predicted_names;
-      for (const auto& log : held_out) {
-        predicted_names += (predicted_names.empty() ? "" : ", ") + log.path;
-      }
+      const std::string predicted_names = names_of(held_out);
       provenance += fmt::format(", predicted (not fitted) {}: {}", predicted_names,
                                 worst_pair(out_all));
     }

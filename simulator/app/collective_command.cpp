@@ -71,7 +71,7 @@ int collective_command(int argc, char** argv) {
       ("min-bytes,b", po::value(&min_text), "smallest size (default 8)")
       ("max-bytes,e", po::value(&max_text), "largest size (default 8G)")
       ("step-factor,f", po::value(&step_factor), "size multiplier between rows (default 2)")
-      ("algo", po::value(&algo_name), "auto, ring, tree, hierarchical, nvls or direct")
+      ("algo", po::value(&algo_name), "auto, ring, tree, hierarchical, nvls, nvls_tree or direct")
       ("fidelity", po::value(&fidelity_name), "auto, step or coarse")
       ("iters,n", po::value(&iterations),
        "calls per size back to back, as nccl-tests times them (default 1: one call; broadcast "
@@ -125,6 +125,10 @@ int collective_command(int argc, char** argv) {
     }
     if (*algorithm == Algorithm::nvls && (!platform.nvls || gpus > platform.gpus_per_node)) {
       throw UsageError("algorithm 'nvls' needs node.nvls: true and at most one node's GPUs");
+    }
+    if (*algorithm == Algorithm::nvls_tree &&
+        (!platform.nvls || gpus <= platform.gpus_per_node || gpus % platform.gpus_per_node != 0)) {
+      throw UsageError("algorithm 'nvls_tree' needs node.nvls: true and several whole nodes");
     }
     if (*algorithm == Algorithm::hierarchical &&
         (gpus <= platform.gpus_per_node || gpus % platform.gpus_per_node != 0)) {

@@ -1,7 +1,9 @@
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "collectives/plan.hpp"
@@ -32,6 +34,29 @@ TunerInputs tuner_inputs(const GroupLayout& layout, const PlatformSpec& platform
 
 /// The planner of a group on `platform`: its channels, point-to-point channels and NVLS rate.
 CollectivePlanner planner_for(GroupLayout layout, const PlatformSpec& platform);
+
+/// What a coarse phase puts on a topology, whatever its links' speeds and latencies: the bytes
+/// each link carries, its messages' distinct routes and its pipelined paths' routes hop by hop.
+struct PhaseLoads {
+  int latency_steps = 0;
+  int forwarding_steps = 1;
+  int overlapping_chunks = 0;
+  std::vector<std::pair<int, double>> link_bytes;  ///< (link, bytes), in order of first use
+  std::vector<std::vector<int>> routes;             ///< distinct routes of the phase's messages
+  struct Path {
+    std::vector<std::vector<int>> hops;  ///< each hop's route
+    double chunk_bytes = 0;
+  };
+  std::vector<Path> paths;  ///< CollectivePlan::phase_paths, routed
+};
+
+/// The loads of each coarse phase of `plan` (see estimate_phases); they depend on the topology's
+/// structure only, so a fit can cost them again for other link parameters.
+std::vector<PhaseLoads> phase_loads(const CollectivePlan& plan, int group_size,
+                                    const std::vector<int>& gpu_of_position,
+                                    const Topology& topology);
+/// Costs phase loads on `topology`'s links (same structure as the one they were routed on).
+std::vector<PhaseCost> cost_phases(const std::vector<PhaseLoads>& loads, const Topology& topology);
 
 /// Costs each coarse phase of `plan` for a group whose position p runs on GPU gpu_of_position[p].
 std::vector<PhaseCost> estimate_phases(const CollectivePlan& plan, int group_size,
@@ -87,6 +112,14 @@ double back_to_back_period_seconds(const CollectiveChoice& choice, const Platfor
 /// `first_call_s`: (first + (iterations - 1) x min(period, first)) / iterations, or the first
 /// call's time where calls do not overlap.
 double back_to_back_seconds(double first_call_s, double period_s, int iterations);
+
+/// The phase costs of the call with an algorithm (the planner's plan, costed on a topology).
+using PhaseCoster = std::function<std::vector<PhaseCost>(Algorithm)>;
+/// choose_collective with the phases of each candidate algorithm from `phases_of` (a fit costs
+/// cached phase loads for new link parameters).
+CollectiveChoice choose_collective(const CollectivePlanner& planner, const PlatformSpec& platform,
+                                   CollectiveOp op, double bytes, Algorithm forced,
+                                   const PhaseCoster& phases_of);
 
 /// Predicted duration of `op` on the group of `gpus` (nothing else on the network) with `forced`
 /// where it can run the call and the automatic choice elsewhere, as training jobs run calls.

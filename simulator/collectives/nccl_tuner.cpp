@@ -11,27 +11,30 @@ namespace {
 // NCCL's tuner constants (src/graph/tuning.cc of NVIDIA/nccl: HEAD of 2026 for `nccl`, the
 // v2.8.4-1 tag for `nccl_2_8`). Latencies in us, bandwidths in GB/s. Indices: algorithm (tree,
 // ring, nvls), protocol (LL, LL128, Simple), hardware (NVLink, network).
-enum Algo { kTree = 0, kRing = 1, kNvls = 2 };
+enum Algo { kTree = 0, kRing = 1, kNvls = 2, kNvlsTree = 3 };
 enum Hw { kNvlink = 0, kNet = 1 };
 
 struct Constants {
-  double base[3][3];
-  double hw[2][3][3];
+  double base[4][3];
+  double hw[2][4][3];
   double ll_max[4][3];             ///< [generation or CPU row][nodes index]
   double tree_max_per_channel[4][3];
   double ring_ll128_max_per_channel[4];  ///< (2.8: per collective; see ll128_max_2_8)
   double tree_ll128_max_per_channel[4][3];
+  double nvls_tree_max_per_channel[4][3];
   double tree_correction[3][24];
   int tree_correction_sizes;
 };
 
 const Constants kCurrent = {
-    {{6.8, 14.0, 8.4}, {6.6, 14.0, 8.4}, {0, 0, 0}},
-    {{{0.6, 1.25, 4.0}, {0.6, 1.9, 3.4}, {0, 0, 25}}, {{5.0, 8.5, 14}, {2.7, 4.0, 14.0}, {0, 0, 18}}},
+    {{6.8, 14.0, 8.4}, {6.6, 14.0, 8.4}, {0, 0, 0}, {0, 0, 0}},
+    {{{0.6, 1.25, 4.0}, {0.6, 1.9, 3.4}, {0, 0, 25}, {0, 0, 25}},
+     {{5.0, 8.5, 14}, {2.7, 4.0, 14.0}, {0, 0, 18}, {0, 0, 20.9}}},
     {{39.0, 39.0, 20.4}, {87.7, 22.5, 19.0}, {141.0, 45.0, 35.0}, {282.0, 90.0, 70.0}},
     {{26.5, 18.5, 10.0}, {24.0, 23.6, 17.8}, {38.7, 41.4, 36.0}, {70.0, 42.8, 24.0}},
     {20.0, 20.0, 36.7, 40.0},
     {{20.0, 20.0, 20.0}, {20.0, 20.0, 20.0}, {36.7, 36.7, 29.0}, {55.6, 31.67, 20.0}},
+    {{26.5, 18.5, 10.0}, {24.0, 23.6, 17.8}, {0.0, 57.7, 45.5}, {0.0, 96.0, 80.0}},
     {{1.0, 1.0, 1.0, 1.0, .9, .8, .7, .7, .7, .7, .6, .5, .4, .4, .5, .6, .7, .8, .9, 1.0, 1.0, 1.0, 1.0, 1.0},
      {1.0, 1.0, 1.0, 1.0, 1.0, .9, .8, .8, .8, .7, .6, .6, .6, .6, .6, .6, .8, .9, .9, .9, .9, 1.0, 1.0, 1.0},
      {.9, .9, .9, .9, .9, .9, .9, .8, .7, .6, .6, .5, .5, .5, .5, .6, .7, .8, .7, .7, .8, .9, .9, .9}},
@@ -39,11 +42,13 @@ const Constants kCurrent = {
 };
 
 const Constants k2_8 = {
-    {{4.4, 4.4, 0}, {3.6, 10.0, 8.4}, {0, 0, 0}},
-    {{{.52, 1.25, 28}, {.47, 1.9, 3.4}, {0, 0, 0}}, {{5.0, 8.5, 28}, {2.7, 4.0, 9.6}, {0, 0, 0}}},
+    {{4.4, 4.4, 0}, {3.6, 10.0, 8.4}, {0, 0, 0}, {0, 0, 0}},
+    {{{.52, 1.25, 28}, {.47, 1.9, 3.4}, {0, 0, 0}, {0, 0, 0}},
+     {{5.0, 8.5, 28}, {2.7, 4.0, 9.6}, {0, 0, 0}, {0, 0, 0}}},
     {{39.0, 39.0, 20.4}, {87.7, 22.5, 19.0}, {39.0, 39.0, 20.4}, {39.0, 39.0, 20.4}},
     {{26.5, 18.5, 10.0}, {24.0, 22.5, 16.0}, {26.5, 18.5, 10.0}, {26.5, 18.5, 10.0}},
     {0, 0, 0, 0},
+    {{0, 0, 0}, {0, 0, 0}, {0, 0, 0}, {0, 0, 0}},
     {{0, 0, 0}, {0, 0, 0}, {0, 0, 0}, {0, 0, 0}},
     {{1.0, 1.0, 1.0, 1.0, .9, .8, .7, .7, .7, .7, .6, .5, .4, .4, .5, .6, .7, .8, .9, 1.0, 1.0, 1.0, 1.0},
      {1.0, 1.0, 1.0, 1.0, 1.0, .9, .8, .8, .8, .7, .6, .6, .6, .5, .6, .6, .7, .7, .8, .9, .9, .92, .92},
@@ -102,9 +107,15 @@ double nccl_estimate_seconds(TunerKind kind, const TunerInputs& in, Algorithm al
   const int a = algorithm == Algorithm::ring ? kRing
                 : algorithm == Algorithm::tree ? kTree
                 : algorithm == Algorithm::nvls ? kNvls
-                                               : -1;
+                : algorithm == Algorithm::nvls_tree ? kNvlsTree
+                                                    : -1;
   if (a < 0) return -1;
   if (a == kTree && !all_reduce) return -1;
+  if (a == kNvlsTree && (v28 || !all_reduce || nodes < 2 || !in.nvls ||
+                         protocol != NcclProtocol::simple || channels < 2 ||
+                         gen < static_cast<int>(GpuGeneration::hopper))) {
+    return -1;
+  }
   if (a == kNvls && (v28 || !all_reduce || nodes > 1 || !in.nvls || protocol != NcclProtocol::simple ||
                      channels < 2 || gen < static_cast<int>(GpuGeneration::hopper))) {
     return -1;
@@ -122,9 +133,14 @@ double nccl_estimate_seconds(TunerKind kind, const TunerInputs& in, Algorithm al
   double bus = channels * per_channel;
   if (v28 && gen == static_cast<int>(GpuGeneration::ampere)) bus = std::min(bus, 235.0);
   const int tree_row = v28 ? (gen == static_cast<int>(GpuGeneration::ampere) ? 1 : 0) : gen;
-  if (a == kNvls) {
+  if (a == kNvls || a == kNvlsTree) {
     const double efficiency = gen == static_cast<int>(GpuGeneration::hopper) ? 0.85 : 0.74;
-    bus = channels * in.intra_channel_GBps * efficiency * (channels - 1.0) / channels * 2.0;
+    double per = in.intra_channel_GBps * efficiency * (channels - 1.0) / channels * 2.0;
+    if (a == kNvlsTree) {
+      per = std::min({per, in.inter_channel_GBps * (nodes <= 2 ? 2 : 1),
+                      k.nvls_tree_max_per_channel[gen][nodes_index]});
+    }
+    bus = channels * per;
   }
   if (a == kRing && protocol == NcclProtocol::ll) {
     const double factor = v28 ? (nodes > 1 || all_reduce || in.op == CollectiveOp::reduce ? 0.25 : 1.0 / 3)
@@ -145,7 +161,7 @@ double nccl_estimate_seconds(TunerKind kind, const TunerInputs& in, Algorithm al
   double bandwidth = bus * (a == kTree ? 0.5 : static_cast<double>(ranks) / steps);
 
   // Latency.
-  const int algo_row = a == kNvls ? kNvls : a;
+  const int algo_row = a;
   double intra = k.hw[kNvlink][algo_row][p];
   double inter = (!v28 && ppn == 1) ? k.hw[kNet][kTree][p] : k.hw[kNet][algo_row][p];
   if (v28 && nodes > 1 && protocol == NcclProtocol::ll) intra *= 1.8;
@@ -171,6 +187,8 @@ double nccl_estimate_seconds(TunerKind kind, const TunerInputs& in, Algorithm al
     }
   } else if (a == kTree) {
     latency += 2 * ((ppn - 1) * intra + log2_floor(nodes) * inter);
+  } else if (a == kNvlsTree) {
+    latency += intra + 2 * log2_floor(nodes) * inter;
   } else {
     latency = intra;  // NVLS, one node
   }

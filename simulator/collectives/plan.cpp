@@ -337,6 +337,146 @@ class NvlsPlan final : public CollectivePlan {
   double bytes_;
 };
 
+/// NCCL's NVLS tree all-reduce across nodes: inside each node NVLink SHARP reduces every
+/// buffer into the switch and multicasts the result (each GPU's link carries S (k + 1) / k each
+/// way, k GPUs per node, at the switch's rate: see NvlsPlan); across nodes, the members of each
+/// slot all-reduce their 1/k shard over a double binary tree of the nodes (each tree half of it,
+/// in pipelined chunks), through their own NIC. NCCL pipelines the three stages, so the call
+/// is one phase whose busiest link bounds it. Step by step: lane 0 is the node's NVLS exchange,
+/// lanes 1-4 each tree up and down, as in TreePlan.
+class NvlsTreePlan final : public CollectivePlan {
+ public:
+  NvlsTreePlan(const GroupLayout& layout, double bytes, double scale) {
+    std::map<int, std::vector<int>> by_node, by_slot;
+    std::vector<int> node_order;
+    for (int pos = 0; pos < layout.size(); ++pos) {
+      auto& members = by_node[layout.node[pos]];
+      if (members.empty()) node_order.push_back(layout.node[pos]);
+      members.push_back(pos);
+    }
+    per_node_ = static_cast<int>(by_node.begin()->second.size());
+    const int n = layout.size();
+    next_in_node_.assign(static_cast<size_t>(n), -1);
+    prev_in_node_.assign(static_cast<size_t>(n), -1);
+    for (const auto& [node, members] : by_node) {
+      const size_t k = members.size();
+      for (size_t i = 0; i < k && k > 1; ++i) {
+        next_in_node_[static_cast<size_t>(members[i])] = members[(i + 1) % k];
+        prev_in_node_[static_cast<size_t>(members[i])] = members[(i + k - 1) % k];
+      }
+    }
+    nvls_bytes_ = per_node_ > 1 ? bytes * (per_node_ + 1.0) / per_node_ * scale : 0.0;
+    // Per slot, the nodes' members of that slot form the two trees (heaps; tree 1 mirrored).
+    const int nodes = static_cast<int>(node_order.size());
+    for (int t = 0; t < 2; ++t) trees_[t].assign(static_cast<size_t>(n), Node{});
+    for (int slot = 0; slot < per_node_; ++slot) {
+      const auto member = [&](int heap, int t) {
+        const int node = node_order[static_cast<size_t>(t == 0 ? heap : nodes - 1 - heap)];
+        return by_node.at(node)[static_cast<size_t>(slot)];
+      };
+      for (int t = 0; t < 2; ++t) {
+        for (int heap = 1; heap < nodes; ++heap) {
+          const int parent = member((heap - 1) / 2, t), child = member(heap, t);
+          trees_[t][static_cast<size_t>(child)].parent = parent;
+          trees_[t][static_cast<size_t>(parent)].children.push_back(child);
+        }
+      }
+    }
+    for (int t = 0; t < 2; ++t) {
+      for (int pos = 0; pos < n; ++pos) {
+        int hops = 0;
+        for (int at = pos; trees_[t][static_cast<size_t>(at)].parent >= 0;
+             at = trees_[t][static_cast<size_t>(at)].parent) {
+          ++hops;
+        }
+        if (hops > depth_) depth_ = hops;
+        if (hops > deepest_hops_[t]) {
+          deepest_hops_[t] = hops;
+          deepest_[t] = pos;
+        }
+      }
+    }
+    const double per_tree = bytes / per_node_ / 2;
+    chunks_ = pipeline_chunks(per_tree);
+    chunk_ = per_tree / chunks_;
+  }
+
+  int phases() const override { return 1; }
+  std::vector<int> phase_latency_steps() const override {
+    return {(per_node_ > 1 ? 1 : 0) + 2 * depth_ + chunks_ - 1};
+  }
+  std::vector<PipelinePath> phase_paths(int) const override {
+    std::vector<PipelinePath> paths;
+    for (int t = 0; t < 2; ++t) {
+      PipelinePath path{{}, chunk_};
+      for (int pos = deepest_[t]; trees_[t][static_cast<size_t>(pos)].parent >= 0;
+           pos = trees_[t][static_cast<size_t>(pos)].parent) {
+        path.hops.emplace_back(pos, trees_[t][static_cast<size_t>(pos)].parent);
+      }
+      for (size_t i = path.hops.size(); i-- > 0;) {
+        path.hops.emplace_back(path.hops[i].second, path.hops[i].first);
+      }
+      paths.push_back(std::move(path));
+    }
+    return paths;
+  }
+  void phase(int pos, int, CommStep& out) const override {
+    out.clear();
+    if (next_in_node_[static_cast<size_t>(pos)] >= 0) {
+      out.sends.push_back({next_in_node_[static_cast<size_t>(pos)], nvls_bytes_});
+      out.recvs.push_back(prev_in_node_[static_cast<size_t>(pos)]);
+    }
+    const double half = chunk_ * chunks_;
+    for (int t = 0; t < 2; ++t) {
+      const Node& node = trees_[t][static_cast<size_t>(pos)];
+      if (node.parent >= 0) out.sends.push_back({node.parent, half});
+      for (int child : node.children) out.sends.push_back({child, half});
+      out.recvs.insert(out.recvs.end(), node.children.begin(), node.children.end());
+      if (node.parent >= 0) out.recvs.push_back(node.parent);
+    }
+  }
+  int lanes() const override { return 5; }
+  int lane_mailboxes(int lane) const override { return lane == 0 ? 0 : 1 + (lane - 1) / 2; }
+  int step_count(int pos, int lane) const override {
+    if (lane == 0) return next_in_node_[static_cast<size_t>(pos)] >= 0 ? 2 : 0;
+    const bool root = trees_[(lane - 1) / 2][static_cast<size_t>(pos)].parent < 0;
+    return (lane - 1) % 2 == 0 && root ? 0 : chunks_;
+  }
+  void step(int pos, int lane, int index, CommStep& out) const override {
+    out.clear();
+    if (lane == 0) {
+      if (index == 0) out.sends.push_back({next_in_node_[static_cast<size_t>(pos)], nvls_bytes_});
+      else out.recvs.push_back(prev_in_node_[static_cast<size_t>(pos)]);
+      return;
+    }
+    const Node& node = trees_[(lane - 1) / 2][static_cast<size_t>(pos)];
+    if ((lane - 1) % 2 == 0) {  // up
+      out.recvs = node.children;
+      out.sends.push_back({node.parent, chunk_});
+      return;
+    }
+    if (node.parent >= 0) {
+      out.recvs.push_back(node.parent);
+    } else {
+      out.recvs = node.children;
+    }
+    for (int child : node.children) out.sends.push_back({child, chunk_});
+  }
+
+ private:
+  using Node = CollectivePlanner::TreeNode;
+
+  int per_node_ = 1;
+  std::vector<int> next_in_node_, prev_in_node_;
+  double nvls_bytes_ = 0;
+  std::vector<Node> trees_[2];
+  int depth_ = 0;
+  int deepest_[2] = {0, 0};
+  int deepest_hops_[2] = {0, 0};
+  int chunks_ = 1;
+  double chunk_ = 0;
+};
+
 /// All-to-all (pairwise exchange by shifts) and send/receive (a shift by one), scheduled as NCCL
 /// schedules grouped point-to-point operations: shift s sends to position + s and receives from
 /// position - s, and `p2p_channels` shifts run at once. Coarse: one phase per round of shifts.
@@ -464,6 +604,8 @@ bool CollectivePlanner::supports(CollectiveOp op, Algorithm algorithm, bool shar
   if (std::find(candidates.begin(), candidates.end(), algorithm) == candidates.end()) return false;
   switch (algorithm) {
     case Algorithm::nvls: return sharp && layout_.single_node() && layout_.size() > 1;
+    case Algorithm::nvls_tree:
+      return sharp && !layout_.single_node() && layout_.uniform_members_per_node() > 0;
     case Algorithm::hierarchical:
       return !layout_.single_node() && layout_.uniform_members_per_node() > 1;
     default: return true;
@@ -479,6 +621,7 @@ std::unique_ptr<CollectivePlan> CollectivePlanner::plan(CollectiveOp op, Algorit
     case Algorithm::hierarchical: return std::make_unique<HierarchicalPlan>(layout_, bytes);
     case Algorithm::nvls: return std::make_unique<NvlsPlan>(n, bytes, nvls_scale_);
     case Algorithm::direct: return std::make_unique<DirectPlan>(op, n, bytes, p2p_channels_);
+    case Algorithm::nvls_tree: return std::make_unique<NvlsTreePlan>(layout_, bytes, nvls_scale_);
     case Algorithm::automatic: break;
   }
   assert(false && "plan() needs a concrete algorithm");

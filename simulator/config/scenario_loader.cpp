@@ -606,6 +606,9 @@ void check_forced_algorithm(const ConfigNode& root, const Scenario& s, int dp_gr
   } else if (forced == Algorithm::nvls && (!s.platform.nvls || dp_group > per_node)) {
     diags.error(at, "collective_algorithm 'nvls' needs 'platform.node.nvls: true' and "
                     "a data-parallel group inside one node");
+  } else if (forced == Algorithm::nvls_tree && (!s.platform.nvls || dp_group <= per_node)) {
+    diags.error(at, "collective_algorithm 'nvls_tree' needs 'platform.node.nvls: true' and "
+                    "a data-parallel group across nodes");
   } else if (forced == Algorithm::hierarchical &&
              (dp_group <= per_node || dp_group % per_node != 0)) {
     diags.error(at, "collective_algorithm 'hierarchical' needs a data-parallel group "

@@ -240,3 +240,18 @@ TEST_CASE("knobs follow the data: NIC only with several nodes, local copy only w
   CHECK(has(names({one_gpu}), "collectives.local_copy_efficiency"));
   CHECK_FALSE(has(names({one_node}), "collectives.nvls.efficiency"));  // no node.nvls
 }
+
+TEST_CASE("a log predictor's cached link loads cost as a fresh prediction for other parameters") {
+  const PlatformSpec truth = synthetic_platform();
+  for (CollectiveOp op : {CollectiveOp::all_reduce, CollectiveOp::broadcast}) {
+    const NcclLog log = synthetic_log(truth, op, 8);
+    LogPredictor predictor(truth, log);
+    CHECK(predictor.predict(truth) == predict_log(truth, log));
+    PlatformSpec other = truth;
+    other.nvlink.efficiency = 0.4;
+    other.nic.efficiency = 0.9;
+    other.nic.latency_s = 7e-6;
+    other.collectives.protocols[1].step_latency_s = 3e-6;
+    CHECK(predictor.predict(other) == predict_log(other, log));
+  }
+}
