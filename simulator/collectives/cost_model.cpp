@@ -222,9 +222,11 @@ CollectiveChoice choose_collective(const CollectivePlanner& planner, const Platf
     }
     candidates.push_back(forced);
   } else {
-    // NCCL's algorithms: the hierarchical rings are prismsim's own, run only when asked for.
+    // NCCL's algorithms: the hierarchical rings are prismsim's own, run only when asked for; NVLS
+    // tree only where the platform enables it.
     for (Algorithm a : algorithms_for(op)) {
-      if (a != Algorithm::hierarchical && planner.supports(op, a, platform.nvls)) {
+      if (a == Algorithm::hierarchical || (a == Algorithm::nvls_tree && !tuning.nvls_tree)) continue;
+      if (planner.supports(op, a, platform.nvls)) {
         candidates.push_back(a);
       }
     }

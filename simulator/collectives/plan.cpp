@@ -535,7 +535,6 @@ CollectivePlanner::CollectivePlanner(GroupLayout layout, int channels, int p2p_c
     members.push_back(pos);
   }
   channels = std::max(1, channels);
-  for (int c = 0; c < channels; ++c) trees_.push_back(build_trees(by_node, node_order, c));
   // Rings order each node's members by slot.
   for (auto& [node, members] : by_node) {
     std::stable_sort(members.begin(), members.end(),
@@ -556,8 +555,22 @@ CollectivePlanner::CollectivePlanner(GroupLayout layout, int channels, int p2p_c
   }
 }
 
+const std::vector<CollectivePlanner::DoubleTree>& CollectivePlanner::trees() const {
+  if (!trees_.empty()) return trees_;
+  std::map<int, std::vector<int>> by_node;
+  std::vector<int> node_order;
+  for (int pos = 0; pos < layout_.size(); ++pos) {
+    auto& members = by_node[layout_.node[pos]];
+    if (members.empty()) node_order.push_back(layout_.node[pos]);
+    members.push_back(pos);
+  }
+  for (int c = 0; c < channels(); ++c) trees_.push_back(build_trees(by_node, node_order, c));
+  return trees_;
+}
+
 CollectivePlanner::DoubleTree CollectivePlanner::build_trees(
-    const std::map<int, std::vector<int>>& by_node, const std::vector<int>& node_order, int c) {
+    const std::map<int, std::vector<int>>& by_node, const std::vector<int>& node_order,
+    int c) const {
   // NCCL's double binary tree: inside a node its members (in position order, starting at the
   // channel's) form a chain below the first; the nodes' first members form a binary tree (a heap;
   // tree 1 numbers the nodes backwards, so that a node inside one tree is mostly a leaf of the

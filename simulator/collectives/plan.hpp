@@ -101,12 +101,15 @@ class CollectivePlanner {
   };
   /// Tree t (0 or 1) of channel c's double binary tree, per position.
   const std::vector<TreeNode>& tree(int c, int t) const {
-    return trees_[static_cast<size_t>(c)].tree[t];
+    return trees()[static_cast<size_t>(c)].tree[t];
   }
   /// Hops from the deepest member of any tree to its root.
-  int tree_depth() const { return tree_depth_; }
+  int tree_depth() const {
+    trees();
+    return tree_depth_;
+  }
   /// The deepest member of tree t of channel c (the first of them).
-  int tree_deepest(int c, int t) const { return trees_[static_cast<size_t>(c)].deepest[t]; }
+  int tree_deepest(int c, int t) const { return trees()[static_cast<size_t>(c)].deepest[t]; }
 
  private:
   struct DoubleTree {
@@ -116,15 +119,17 @@ class CollectivePlanner {
   /// Channel `c`'s two trees, from the members of each node in position order (rotated by c) and
   /// the nodes in order of first appearance.
   DoubleTree build_trees(const std::map<int, std::vector<int>>& by_node,
-                         const std::vector<int>& node_order, int c);
+                         const std::vector<int>& node_order, int c) const;
+  /// The trees, built on first use (most groups never run a tree).
+  const std::vector<DoubleTree>& trees() const;
 
   GroupLayout layout_;
   int p2p_channels_;
   double nvls_scale_;
   std::vector<std::vector<int>> ring_order_;
   std::vector<std::vector<int>> ring_index_;
-  std::vector<DoubleTree> trees_;
-  int tree_depth_ = 0;
+  mutable std::vector<DoubleTree> trees_;
+  mutable int tree_depth_ = 0;
 };
 
 /// Chunks a pipelined chain or tree splits `bytes` into (about 128 KiB each, at most 64).

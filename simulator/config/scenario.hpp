@@ -123,6 +123,10 @@ struct CollectiveTuning {
   /// Fraction of NVLink's line rate an NVLS (NVLink SHARP) all-reduce moves data at through the
   /// switch; 0: node.nvlink.efficiency.
   double nvls_efficiency = 0;
+  /// NCCL's NVLS tree across nodes among the automatic choices (with node.nvls). Off by default:
+  /// no InfiniBand measurement validates it, and its coarse form's flows (a node's NVLS exchange
+  /// beside each slot's trees) cost the engine far more than a ring's (docs/design.md).
+  bool nvls_tree = false;
   /// NVLS's own kernel (NCCL runs it with Simple only): its fixed cost per call is base_latency.
   ProtocolSpec nvls = {"NVLS", 1.0, 0.0, 0.0};
   /// Who picks each call's algorithm and protocol: NCCL's built-in tuner (its estimates, from the

@@ -112,6 +112,7 @@ CollectiveTuning read_collectives(MapReader& parent) {
     }
   }
   assign(tuning.tuner_channels, r.integer("tuner_channels", false, 1, 64));
+  assign(tuning.nvls_tree, r.boolean("nvls_tree", false));
   if (auto tuner = r.choice("tuner", false, {"nccl", "nccl-2.8", "fastest"})) {
     tuning.tuner = *tuner == 0 ? TunerKind::nccl : *tuner == 1 ? TunerKind::nccl_2_8 : TunerKind::fastest;
   }

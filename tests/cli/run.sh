@@ -60,8 +60,8 @@ expect "bad deadline" 2 "$prismsim" run "$example" --out "$tmp/d2" --deadline so
 printf 'run,step_time_s\n0,0.40\n1,0.42\n2,0.45\n' >"$tmp/measured.csv"
 expect "compare to measured" 0 "$prismsim" run "$example" --out "$tmp/cmp" --runs 2 \
   --compare-to "$tmp/measured.csv"
-# Every simulated step takes 0.41924 s: the CDFs differ most just above it, 1 - 1/3.
-same "KS distance" '[3, 0.6666666666666667]' \
+# Every simulated step takes 0.42277 s: the CDFs differ most just below it, 2/3.
+same "KS distance" '[3, 0.6666666666666666]' \
   "$(json_get "$tmp/cmp/summary.json" "[d['comparison']['measured'], d['comparison']['ks_distance']]")"
 printf '0.4\n-1\n' >"$tmp/bad-measured.txt"
 expect "bad measured file" 2 "$prismsim" run "$example" --out "$tmp/cmp2" --compare-to "$tmp/bad-measured.txt"
