@@ -322,9 +322,22 @@ int main(int argc, char** argv) {
     const std::string sources = names_of(logs);
     std::string fixed_text;
     for (const auto& name : fixed) fixed_text += (fixed_text.empty() ? "" : ", ") + name;
+    std::string unfitted;  // neither fitted nor fixed: the logs do not determine them
+    for (const auto& name : names) {
+      const bool fitted_knob = std::any_of(knobs.begin(), knobs.end(),
+                                           [&](const FitKnob& k) { return k.name == name; });
+      const bool fixed_knob = std::find(fixed.begin(), fixed.end(), name) != fixed.end();
+      if (fitted_knob || fixed_knob || (!platform.nvls && name.find(".nvls.") != std::string::npos)) {
+        continue;
+      }
+      unfitted += (unfitted.empty() ? "" : ", ") + name;
+    }
     std::string provenance = fmt::format(
-        "prismsim-calibrate on {}{}; worst busbw error from 1 MiB / below: in sample {}", sources,
+        "prismsim-calibrate on {}{}{}; worst busbw error from 1 MiB / below: in sample {}", sources,
         fixed_text.empty() ? "" : fmt::format(" (kept from the platform file: {})", fixed_text),
+        unfitted.empty() ? "" : fmt::format(" (not determined by these logs, as in the platform "
+                                            "file: {})",
+                                            unfitted),
         worst_pair(in_all));
     if (!folds.empty()) {
       provenance += fmt::format(", leave-one-{}-out {}",
