@@ -122,7 +122,8 @@ CollectiveTuning read_collectives(MapReader& parent) {
   if (const ConfigNode* nvls = r.map("nvls", false)) {
     MapReader n(*nvls, r.path_of("nvls"), r.diags());
     assign(tuning.nvls_efficiency, read_fraction(n, "efficiency"));
-    assign(tuning.nvls.base_latency_s, n.quantity("latency", false, units::parse_duration));
+    assign(tuning.nvls.base_latency_s,
+           n.quantity("latency", false, units::parse_duration, limits::kLatency));
     n.finish();
   }
   r.finish();
