@@ -72,7 +72,7 @@ run() {  # run LABEL ARGS...: prints wall time, peak memory and the last table r
   shift
   /usr/bin/time -f "%e s wall, %M KiB peak" "$bin/prismsim" collective --platform platforms/h100-ndr.yaml \
     "$@" >"$out/table" 2>"$out/time"
-  echo "$label: $(tail -1 "$out/time"); $(tail -1 "$out/table" | awk '{print "busbw", $7, "GB/s,", $8}')"
+  echo "$label: $(tail -1 "$out/time"); $(grep -v '^#' "$out/table" | tail -1 | awk '{print "busbw", $8, "GB/s,"}') $(grep '^#   [0-9]' "$out/table" | tail -1 | awk '{print $3}')"
 }
 run "coarse ring all-reduce, 1 GiB, 8,192 GPUs" --op all_reduce --gpus 8192 --min-bytes 1G \
   --max-bytes 1G --algo ring --fidelity coarse "${big[@]}"

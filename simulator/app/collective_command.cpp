@@ -4,6 +4,7 @@
 #include <fstream>
 #include <iostream>
 #include <limits>
+#include <numeric>
 #include <string>
 #include <vector>
 
@@ -11,6 +12,7 @@
 #include <fmt/format.h>
 
 #include "app/cli_errors.hpp"
+#include "collectives/cost_model.hpp"
 #include "config/scenario_loader.hpp"
 #include "runtime/collective_sweep.hpp"
 #include "stats/nccl_table.hpp"
@@ -46,7 +48,8 @@ double parse_size(const std::string& option, const std::string& text) {
 const char* const kUsage =
     "usage: prismsim collective --platform PLATFORM.yaml --op OP --gpus N\n"
     "           [--min-bytes 8] [--max-bytes 8G] [--step-factor 2] [--algo auto]\n"
-    "           [--fidelity auto] [--csv FILE] [--set platform.PATH=VALUE]...\n";
+    "           [--fidelity auto] [--csv FILE] [--algorithm-column]\n"
+    "           [--set platform.PATH=VALUE]...\n";
 
 }  // namespace
 
@@ -55,6 +58,8 @@ int collective_command(int argc, char** argv) {
   std::string min_text = "8", max_text = "8G";
   double step_factor = 2;
   int gpus = 0;
+  int iterations = 1;
+  bool algorithm_column = false;
   std::vector<std::string> overrides;
   po::options_description named("collective options");
   named.add_options()
@@ -66,9 +71,15 @@ int collective_command(int argc, char** argv) {
       ("min-bytes,b", po::value(&min_text), "smallest size (default 8)")
       ("max-bytes,e", po::value(&max_text), "largest size (default 8G)")
       ("step-factor,f", po::value(&step_factor), "size multiplier between rows (default 2)")
-      ("algo", po::value(&algo_name), "auto, ring, tree, hierarchical, nvls or direct")
+      ("algo", po::value(&algo_name), "auto, ring, tree, hierarchical, nvls, nvls_tree or direct")
       ("fidelity", po::value(&fidelity_name), "auto, step or coarse")
+      ("iters,n", po::value(&iterations),
+       "calls per size back to back, as nccl-tests times them (default 1: one call; broadcast "
+       "and reduce calls overlap: the loop's time per call is reported)")
       ("csv", po::value(&csv_path), "also write the table as CSV to this file")
+      ("algorithm-column", po::bool_switch(&algorithm_column),
+       "how each size ran (algorithm/protocol/fidelity) as a last column of the table, instead "
+       "of comment lines after it")
       ("set", po::value(&overrides)->composing(), "override a platform value, e.g. "
                                                    "--set platform.node.nic.bandwidth=200Gbps");
   po::variables_map vm;
@@ -94,11 +105,15 @@ int collective_command(int argc, char** argv) {
   const double min_bytes = parse_size("--min-bytes", min_text);
   const double max_bytes = parse_size("--max-bytes", max_text);
   if (max_bytes < min_bytes) throw UsageError("--max-bytes is smaller than --min-bytes");
+  if (iterations < 1) throw UsageError("--iters must be at least 1");
   if (!(step_factor > 1) || step_factor > 1024) {
     throw UsageError("--step-factor must be greater than 1 and at most 1024");
   }
 
   const PlatformSpec platform = load_platform(platform_path, overrides);
+  for (const std::string& line : calibration_warnings(platform, false, true)) {
+    std::cerr << line << "\n";
+  }
   if (gpus > platform.total_gpus()) {
     throw UsageError(fmt::format("--gpus {} exceeds the {} GPUs of platform '{}'", gpus,
                                  platform.total_gpus(), platform.name));
@@ -110,6 +125,10 @@ int collective_command(int argc, char** argv) {
     }
     if (*algorithm == Algorithm::nvls && (!platform.nvls || gpus > platform.gpus_per_node)) {
       throw UsageError("algorithm 'nvls' needs node.nvls: true and at most one node's GPUs");
+    }
+    if (*algorithm == Algorithm::nvls_tree &&
+        (!platform.nvls || gpus <= platform.gpus_per_node || gpus % platform.gpus_per_node != 0)) {
+      throw UsageError("algorithm 'nvls_tree' needs node.nvls: true and several whole nodes");
     }
     if (*algorithm == Algorithm::hierarchical &&
         (gpus <= platform.gpus_per_node || gpus % platform.gpus_per_node != 0)) {
@@ -123,14 +142,38 @@ int collective_command(int argc, char** argv) {
   }
 
   const auto swept = sweep_collective(platform, engine, *op, gpus, sizes, *algorithm);
+  // The loop nccl-tests times: the simulated first call, then the overlap's period per call.
+  const Topology topology(platform);
+  std::vector<int> members(static_cast<size_t>(gpus));
+  std::iota(members.begin(), members.end(), 0);
+  const CollectivePlanner planner = planner_for(layout_of(members, topology), platform);
+  const Algorithm forced = planner.supports(*op, *algorithm, platform.nvls) ? *algorithm
+                                                                            : Algorithm::automatic;
   std::vector<NcclRow> rows;
   for (const auto& r : swept) {
-    rows.push_back({r.bytes, r.seconds, fmt::format("{}/{}/{}", to_string(r.algorithm), r.protocol,
+    double seconds = r.seconds;
+    if (iterations > 1) {
+      const CollectiveChoice choice =
+          choose_collective(planner, members, topology, platform, *op, r.bytes, forced);
+      seconds = back_to_back_seconds(r.seconds, back_to_back_period_seconds(choice, platform),
+                                     iterations);
+    }
+    rows.push_back({r.bytes, seconds, 0.0, fmt::format("{}/{}/{}", to_string(r.algorithm), r.protocol,
                                                      r.coarse ? "coarse" : "step")});
   }
-  std::cout << fmt::format("# prismsim collective: {} on {} GPUs of {} ({} per node)\n", op_name,
-                           gpus, platform.name, platform.gpus_per_node)
-            << nccl_table(*op, gpus, rows);
+  NcclTableSpec table;
+  table.op = *op;
+  table.ranks = gpus;
+  table.gpus_per_node = platform.gpus_per_node;
+  table.gpu_model = platform.gpu.model;
+  table.title = fmt::format("prismsim collective: {} on {} GPUs of {} ({} per node)", op_name,
+                            gpus, platform.name, platform.gpus_per_node);
+  table.min_bytes = sizes.empty() ? min_bytes : sizes.front();
+  table.max_bytes = sizes.empty() ? max_bytes : sizes.back();
+  table.step_factor = step_factor;
+  table.iterations = iterations;
+  table.algorithm_column = algorithm_column;
+  std::cout << nccl_table(table, rows);
   if (!csv_path.empty()) {
     std::ofstream csv(csv_path, std::ios::binary);
     csv << nccl_csv(*op, gpus, rows);

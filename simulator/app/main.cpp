@@ -57,6 +57,11 @@ struct Options {
   bool breakdown = false;    ///< per-rank breakdown of the slowest and median runs
 };
 
+/// What the scenario's predictions rest on, on stderr: a line per uncalibrated part.
+void warn_uncalibrated(const Scenario& s) {
+  for (const std::string& line : calibration_warnings(s.platform)) std::cerr << line << "\n";
+}
+
 int run_check(const Options& options) {
   const Scenario s = load_scenario(options.scenario, options.overrides);
   if (s.workload.kind == WorkloadKind::transformer) {
@@ -72,6 +77,7 @@ int run_check(const Options& options) {
     std::cout.flush();
     check_memory(s);
   }
+  warn_uncalibrated(s);
   std::cout << fmt::format("{}: ok: scenario {} on {} ({} GPUs of {}), workload {}\n",
                            options.scenario, s.name, s.platform.name, s.parallelism.ranks(),
                            s.platform.total_gpus(), s.workload.name);
@@ -80,6 +86,7 @@ int run_check(const Options& options) {
 
 int run_command(const Options& options) {
   Scenario scenario = load_scenario(options.scenario, options.overrides);
+  warn_uncalibrated(scenario);
   for (const std::string& text : options.deadlines) {
     std::string error;
     const auto deadline = units::parse_duration(text, &error);

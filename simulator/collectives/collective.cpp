@@ -9,7 +9,7 @@ const std::vector<std::string> kOpNames = {"all_reduce", "all_gather", "reduce_s
                                            "broadcast",  "reduce",     "all_to_all",
                                            "send_recv"};
 const std::vector<std::string> kAlgorithmNames = {"auto", "ring", "tree", "hierarchical", "nvls",
-                                                  "direct"};
+                                                  "direct", "nvls_tree"};
 }  // namespace
 
 const std::vector<std::string>& collective_op_names() { return kOpNames; }
@@ -49,7 +49,8 @@ double bus_factor(CollectiveOp op, int ranks) {
 std::vector<Algorithm> algorithms_for(CollectiveOp op) {
   switch (op) {
     case CollectiveOp::all_reduce:
-      return {Algorithm::ring, Algorithm::tree, Algorithm::hierarchical, Algorithm::nvls};
+      return {Algorithm::ring, Algorithm::tree, Algorithm::hierarchical, Algorithm::nvls,
+              Algorithm::nvls_tree};
     case CollectiveOp::all_gather:
     case CollectiveOp::reduce_scatter:
     case CollectiveOp::broadcast:

@@ -18,6 +18,7 @@ enum class Algorithm {
   hierarchical,  ///< reduce-scatter in node, all-reduce per rail across nodes, all-gather in node
   nvls,          ///< NVLink SHARP: reduction in the NVSwitch (all-reduce inside one node)
   direct,        ///< every pair exchanges directly (all-to-all, send/receive)
+  nvls_tree,     ///< NVLink SHARP inside each node, a double binary tree per slot across nodes
 };
 
 /// Whether every algorithm step is simulated or each phase is one flow per rank.

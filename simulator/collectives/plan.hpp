@@ -57,6 +57,10 @@ class CollectivePlan {
   /// fill hop by hop (k chunks through hops h take sum_h chunk / bandwidth_h + (k - 1) chunk /
   /// slowest). Empty where every step costs the phase's largest route latency (rings).
   virtual std::vector<PipelinePath> phase_paths(int /*phase*/) const { return {}; }
+  /// Chunks phase `phase` streams along a chain that no member waits on once it has forwarded
+  /// them (broadcast, reduce): consecutive calls overlap by all but one chunk time per member.
+  /// 0 where a call's members wait for the whole group (rings, trees).
+  virtual int overlapping_chunks(int /*phase*/) const { return 0; }
 
   virtual int lanes() const = 0;
   /// The mailboxes lane `lane` talks through: lanes that share them never use one edge (a tree's
@@ -67,14 +71,15 @@ class CollectivePlan {
   virtual void step(int pos, int lane, int index, CommStep& out) const = 0;
 };
 
-/// Builds plans for one group. Holds the ring orders (one per channel) and trees, which depend only
+/// Builds plans for one group. Holds the ring orders and trees (one per channel), which depend only
 /// on the group, so that plans for many sizes are cheap.
 class CollectivePlanner {
  public:
-  /// `channels` rings; channel c enters each node at its c-th member (NCCL-style, so that the
-  /// rings' inter-node hops spread over the nodes' NICs). `p2p_channels`: the point-to-point
-  /// exchanges of an all-to-all that run at once.
-  CollectivePlanner(GroupLayout layout, int channels, int p2p_channels);
+  /// `channels` rings and as many double binary trees; channel c enters each node at its c-th
+  /// member (NCCL-style, so that the channels' inter-node hops spread over the nodes' NICs).
+  /// `p2p_channels`: the point-to-point exchanges of an all-to-all that run at once.
+  /// `nvls_scale`: bytes an NVLS all-reduce puts on each link per byte it moves (see NvlsPlan).
+  CollectivePlanner(GroupLayout layout, int channels, int p2p_channels, double nvls_scale = 1.0);
 
   const GroupLayout& layout() const { return layout_; }
   int channels() const { return static_cast<int>(ring_order_.size()); }
@@ -94,26 +99,37 @@ class CollectivePlanner {
     int parent = -1;
     std::vector<int> children;
   };
-  /// Tree t (0 or 1) of the double binary tree, per position.
-  const std::vector<TreeNode>& tree(int t) const { return trees_[t]; }
-  /// Hops from the deepest member of tree 0 to its root.
-  int tree_depth() const { return tree_depth_; }
-  /// The deepest member of tree t (the first of them).
-  int tree_deepest(int t) const { return tree_deepest_[t]; }
+  /// Tree t (0 or 1) of channel c's double binary tree, per position.
+  const std::vector<TreeNode>& tree(int c, int t) const {
+    return trees()[static_cast<size_t>(c)].tree[t];
+  }
+  /// Hops from the deepest member of any tree to its root.
+  int tree_depth() const {
+    trees();
+    return tree_depth_;
+  }
+  /// The deepest member of tree t of channel c (the first of them).
+  int tree_deepest(int c, int t) const { return trees()[static_cast<size_t>(c)].deepest[t]; }
 
  private:
-  /// The two trees, from the members of each node in position order and the nodes in order of
-  /// first appearance.
-  void build_trees(const std::map<int, std::vector<int>>& by_node,
-                   const std::vector<int>& node_order);
+  struct DoubleTree {
+    std::vector<TreeNode> tree[2];
+    int deepest[2] = {0, 0};
+  };
+  /// Channel `c`'s two trees, from the members of each node in position order (rotated by c) and
+  /// the nodes in order of first appearance.
+  DoubleTree build_trees(const std::map<int, std::vector<int>>& by_node,
+                         const std::vector<int>& node_order, int c) const;
+  /// The trees, built on first use (most groups never run a tree).
+  const std::vector<DoubleTree>& trees() const;
 
   GroupLayout layout_;
   int p2p_channels_;
+  double nvls_scale_;
   std::vector<std::vector<int>> ring_order_;
   std::vector<std::vector<int>> ring_index_;
-  std::vector<TreeNode> trees_[2];
-  int tree_depth_ = 0;
-  int tree_deepest_[2] = {0, 0};
+  mutable std::vector<DoubleTree> trees_;
+  mutable int tree_depth_ = 0;
 };
 
 /// Chunks a pipelined chain or tree splits `bytes` into (about 128 KiB each, at most 64).

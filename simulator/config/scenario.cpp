@@ -1,5 +1,7 @@
 #include "config/scenario.hpp"
 
+#include <fmt/format.h>
+
 namespace prismsim {
 
 const char* to_string(Precision precision) {
@@ -40,6 +42,29 @@ int PlatformSpec::total_gpus() const {
   int nodes = 0;
   for (const auto& dc : datacenters) nodes += dc.nodes;
   return nodes * gpus_per_node;
+}
+
+}  // namespace prismsim
+
+namespace prismsim {
+
+std::vector<std::string> calibration_warnings(const PlatformSpec& platform, bool compute,
+                                              bool collectives) {
+  std::vector<std::string> lines;
+  if (compute && !platform.calibration.compute_calibrated()) {
+    lines.push_back(fmt::format(
+        "prismsim: warning: platform {}: compute parameters are uncalibrated (gpu.compute and "
+        "gpu.efficiency are assumed values; see platform.calibration.compute)",
+        platform.name));
+  }
+  if (collectives && !platform.calibration.collectives_calibrated()) {
+    lines.push_back(fmt::format(
+        "prismsim: warning: platform {}: collective parameters are uncalibrated (node link "
+        "efficiencies and latencies and the collectives section are assumed values; see "
+        "platform.calibration.collectives)",
+        platform.name));
+  }
+  return lines;
 }
 
 }  // namespace prismsim

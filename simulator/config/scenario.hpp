@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "collectives/collective.hpp"
+#include "collectives/nccl_tuner.hpp"
 #include "config/training_spec.hpp"
 #include "config/variability_spec.hpp"
 #include "core/diagnostics.hpp"
@@ -119,6 +120,37 @@ struct CollectiveTuning {
   double launch_latency_s = 0;         ///< fixed cost of every collective
   double local_copy_efficiency = 1.0;  ///< one-GPU collectives copy at this fraction of HBM speed
   std::vector<ProtocolSpec> protocols = {{"simple", 1.0, 0.0, 0.0}};
+  /// Fraction of NVLink's line rate an NVLS (NVLink SHARP) all-reduce moves data at through the
+  /// switch; 0: node.nvlink.efficiency.
+  double nvls_efficiency = 0;
+  /// NCCL's NVLS tree across nodes among the automatic choices (with node.nvls). Off by default:
+  /// no InfiniBand measurement validates it, and its coarse form's flows (a node's NVLS exchange
+  /// beside each slot's trees) cost the engine far more than a ring's (docs/design.md).
+  bool nvls_tree = false;
+  /// NVLS's own kernel (NCCL runs it with Simple only): its fixed cost per call is base_latency.
+  ProtocolSpec nvls = {"NVLS", 1.0, 0.0, 0.0};
+  /// Who picks each call's algorithm and protocol: NCCL's built-in tuner (its estimates, from the
+  /// nominal link bandwidths; protocols named LL, LL128, Simple) or the fastest by the cost model.
+  TunerKind tuner = TunerKind::nccl;
+  /// The channels NCCL's topology search gives ("N coll channels" under NCCL_DEBUG=INFO), as its
+  /// tuner counts them; 0: `channels`. The simulated rings and trees (one per GPU of a node,
+  /// covering every NIC) carry the same bytes over the same links whatever this count.
+  int tuner_channels = 0;
+  /// What the tuner decides: the algorithm only (the protocol is then the fastest by the cost
+  /// model, whose fitted protocol latencies and rates put the crossovers where measurements do),
+  /// or the algorithm and the protocol.
+  bool tuner_picks_protocol = false;
+};
+
+/// What a platform's fitted parameters rest on: the data and command each part was fitted with,
+/// or "uncalibrated" (assumed values).
+struct PlatformCalibration {
+  static constexpr const char* kUncalibrated = "uncalibrated";
+  std::string compute = kUncalibrated;      ///< gpu.compute and gpu.efficiency
+  std::string collectives = kUncalibrated;  ///< node link efficiencies and latencies, collectives
+
+  bool compute_calibrated() const { return compute != kUncalibrated; }
+  bool collectives_calibrated() const { return collectives != kUncalibrated; }
 };
 
 /// The hardware: GPUs, nodes, fabric, datacenters and the WAN between them.
@@ -129,10 +161,12 @@ struct PlatformSpec {
   LinkSpec nvlink;  ///< per GPU, per direction, to the node's NVSwitch
   LinkSpec nic;     ///< one NIC per GPU, per direction
   bool nvls = false;  ///< the NVSwitch can reduce in the switch (NVLink SHARP)
+  bool amd_cpu = false;  ///< node.cpu: amd (NCCL's tuner limits LL by the CPU vendor)
   FabricSpec fabric;
   std::vector<DatacenterSpec> datacenters;
   std::vector<WanLinkSpec> wan;
   CollectiveTuning collectives;
+  PlatformCalibration calibration;
 
   int total_gpus() const;
   /// Rings a collective uses: collectives.channels, or one per GPU of a node when unset.
@@ -145,6 +179,11 @@ struct PlatformSpec {
     return collectives.p2p_channels > 0 ? collectives.p2p_channels : collective_channels();
   }
 };
+
+/// One stderr warning line per part of `platform` (compute, collectives: those asked for) whose
+/// parameters are uncalibrated, so that a user knows what a prediction rests on.
+std::vector<std::string> calibration_warnings(const PlatformSpec& platform, bool compute = true,
+                                              bool collectives = true);
 
 enum class MlpKind { gelu, swiglu };
 /// unfused: attention as batched GEMMs plus a softmax in memory (Megatron without flash);

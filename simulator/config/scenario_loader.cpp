@@ -6,6 +6,7 @@
 #include <memory>
 #include <numeric>
 #include <set>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -110,8 +111,47 @@ CollectiveTuning read_collectives(MapReader& parent) {
       tuning.protocols.push_back(protocol);
     }
   }
+  assign(tuning.tuner_channels, r.integer("tuner_channels", false, 1, 64));
+  assign(tuning.nvls_tree, r.boolean("nvls_tree", false));
+  if (auto tuner = r.choice("tuner", false, {"nccl", "nccl-2.8", "fastest"})) {
+    tuning.tuner = *tuner == 0 ? TunerKind::nccl : *tuner == 1 ? TunerKind::nccl_2_8 : TunerKind::fastest;
+  }
+  if (auto picks = r.choice("tuner_picks", false, {"algorithm", "algorithm_and_protocol"})) {
+    tuning.tuner_picks_protocol = *picks == 1;
+  }
+  if (const ConfigNode* nvls = r.map("nvls", false)) {
+    MapReader n(*nvls, r.path_of("nvls"), r.diags());
+    assign(tuning.nvls_efficiency, read_fraction(n, "efficiency"));
+    assign(tuning.nvls.base_latency_s,
+           n.quantity("latency", false, units::parse_duration, limits::kLatency));
+    n.finish();
+  }
   r.finish();
   return tuning;
+}
+
+/// What a platform's parameters were fitted on: `calibration: {compute: TEXT, collectives: TEXT}`,
+/// each 'uncalibrated' when absent.
+PlatformCalibration read_calibration(MapReader& parent) {
+  PlatformCalibration calibration;
+  const ConfigNode* node = parent.map("calibration", false);
+  if (node == nullptr) return calibration;
+  MapReader r(*node, parent.path_of("calibration"), parent.diags());
+  for (auto [key, field] : {std::pair{"compute", &calibration.compute},
+                            std::pair{"collectives", &calibration.collectives}}) {
+    const auto text = r.string(key, false);
+    if (!text) continue;
+    if (text->find_first_not_of(" \t") == std::string::npos) {
+      r.diags().error(r.get(key, false)->loc,
+                      fmt::format("'{}' is empty: say what the parameters were fitted on, or "
+                                  "'{}'",
+                                  r.path_of(key), PlatformCalibration::kUncalibrated));
+      continue;
+    }
+    *field = *text;
+  }
+  r.finish();
+  return calibration;
 }
 
 GpuSpec read_gpu(MapReader& parent) {
@@ -230,6 +270,7 @@ PlatformSpec read_platform(const ConfigNode& node, Diagnostics& diags) {
     platform.nvlink = read_link(n, "nvlink");
     platform.nic = read_link(n, "nic");
     assign(platform.nvls, n.boolean("nvls", false));
+    if (auto cpu = n.choice("cpu", false, {"intel", "amd"})) platform.amd_cpu = *cpu == 1;
     n.finish();
   }
   platform.fabric = read_fabric(r, platform.nic);
@@ -282,6 +323,7 @@ PlatformSpec read_platform(const ConfigNode& node, Diagnostics& diags) {
     }
   }
   platform.collectives = read_collectives(r);
+  platform.calibration = read_calibration(r);
   r.finish();
   return platform;
 }
@@ -566,6 +608,9 @@ void check_forced_algorithm(const ConfigNode& root, const Scenario& s, int dp_gr
   } else if (forced == Algorithm::nvls && (!s.platform.nvls || dp_group > per_node)) {
     diags.error(at, "collective_algorithm 'nvls' needs 'platform.node.nvls: true' and "
                     "a data-parallel group inside one node");
+  } else if (forced == Algorithm::nvls_tree && (!s.platform.nvls || dp_group <= per_node)) {
+    diags.error(at, "collective_algorithm 'nvls_tree' needs 'platform.node.nvls: true' and "
+                    "a data-parallel group across nodes");
   } else if (forced == Algorithm::hierarchical &&
              (dp_group <= per_node || dp_group % per_node != 0)) {
     diags.error(at, "collective_algorithm 'hierarchical' needs a data-parallel group "

@@ -46,8 +46,7 @@ GroupRuntime::GroupRuntime(int id, std::vector<int> gpu_of_position, const Topol
       topology_(topology),
       platform_(platform),
       engine_(engine),
-      planner_(layout_of(gpu_of_position_, topology), platform.collective_channels(),
-               platform.collective_p2p_channels()),
+      planner_(planner_for(layout_of(gpu_of_position_, topology), platform)),
       barrier_(sg4::Barrier::create(static_cast<unsigned>(gpu_of_position_.size()))),
       edges_from_(gpu_of_position_.size()) {}
 

@@ -69,11 +69,17 @@ TEST_CASE("ring collectives inside a node match their closed forms at both fidel
     p2p.collectives.p2p_channels = 3;
     CHECK(timed(p2p, CollectiveOp::all_to_all, n, S, Algorithm::direct, fidelity) ==
           Near{3 * a + (n - 1) * S / n / B, 1e-9});
-    // NVLink SHARP: the buffer goes into the switch and back once.
+    // NVLink SHARP: each GPU's link carries its buffer into the switch and its shard out, then
+    // its shard in and every other shard out: S (n + 1) / n each way, at the switch's rate.
     PlatformSpec sharp = p;
     sharp.nvls = true;
     CHECK(timed(sharp, CollectiveOp::all_reduce, n, S, Algorithm::nvls, fidelity) ==
-          Near{S / B + a, 1e-9});
+          Near{S * (n + 1) / n / B + a, 1e-9});
+    sharp.nvlink.efficiency = 0.8;
+    sharp.collectives.nvls_efficiency = 0.5;
+    sharp.collectives.nvls.base_latency_s = 3e-6;
+    CHECK(timed(sharp, CollectiveOp::all_reduce, n, S, Algorithm::nvls, fidelity) ==
+          Near{S * (n + 1) / n / (0.5 * B) + a + 3e-6, 1e-9});
   }
 }
 
@@ -138,6 +144,7 @@ TEST_CASE("step-by-step and coarse agree for every algorithm where both run") {
   // numbers). The double binary tree's step form pipelines each chunk hop by hop, up and down at
   // once; its coarse form costs the deepest path: 2.4% apart here (measured; docs/design.md).
   PlatformSpec p = platform(4, 4);
+  p.nvls = true;                   // NVLS tree across the nodes
   p.collectives.p2p_channels = 4;  // an all-to-all's 15 exchanges in rounds of 4
   struct Case {
     CollectiveOp op;
@@ -149,6 +156,9 @@ TEST_CASE("step-by-step and coarse agree for every algorithm where both run") {
              {CollectiveOp::all_reduce, Algorithm::ring, 1e-5},
              {CollectiveOp::all_reduce, Algorithm::tree, 0.10},
              {CollectiveOp::all_reduce, Algorithm::hierarchical, 1e-5},
+             // The step form runs a node's NVLS exchange beside its trees, not before them: the
+             // coarse form's one phase adds its latency (23% apart at 256 kB, 15% at 4 MB).
+             {CollectiveOp::all_reduce, Algorithm::nvls_tree, 0.25},
              {CollectiveOp::all_gather, Algorithm::ring, 1e-5},
              {CollectiveOp::broadcast, Algorithm::ring, 1e-5},
              {CollectiveOp::all_to_all, Algorithm::direct, 1e-5}}) {
