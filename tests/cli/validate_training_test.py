@@ -1,0 +1,211 @@
+#!/usr/bin/env python3
+"""The fitting code of scripts/validate-training.py on synthetic data with known parameters: a
+fake simulator of known form stands in for prismsim, the grid, surrogate, fit and
+leave-one-group-out folds must recover the parameters it was given.
+usage: validate_training_test.py [SCRIPT]   (default: scripts/validate-training.py of this repo)
+"""
+
+import importlib.util
+import math
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+SCRIPT = Path(sys.argv[1]) if len(sys.argv) > 1 else ROOT / "scripts" / "validate-training.py"
+spec = importlib.util.spec_from_file_location("validate_training", SCRIPT)
+vt = importlib.util.module_from_spec(spec)
+sys.modules["validate_training"] = vt
+spec.loader.exec_module(vt)
+
+failures = []
+checks = 0
+
+
+def check(name, ok, detail=""):
+    global checks
+    checks += 1
+    if not ok:
+        failures.append(f"{name}: {detail}")
+
+
+def near(a, b, rel):
+    return abs(a - b) <= rel * max(abs(a), abs(b))
+
+
+# --- interpolation weights -----------------------------------------------------------------
+nodes = [0.0, 1.0, 3.0]
+for x in (-0.5, 0.3, 2.2, 3.0):
+    w = vt.lagrange_weights(nodes, x)
+    value = sum(wi * (2 * n * n - n + 1) for wi, n in zip(w, nodes))
+    check(f"lagrange reproduces a quadratic at {x}", near(value, 2 * x * x - x + 1, 1e-12),
+          f"{value}")
+    check(f"lagrange weights sum to 1 at {x}", near(sum(w), 1.0, 1e-12))
+even = [0.0, 1.0, 2.0, 3.0, 4.0]
+for x in (0.0, 0.4, 1.0, 2.7, 3.5, 4.0):
+    w = vt.spline_weights(even, x)
+    check(f"spline reproduces a line at {x}", near(sum(wi * (3 * n - 2) for wi, n in zip(w, even)),
+                                                   3 * x - 2, 1e-12))
+    check(f"spline weights sum to 1 at {x}", near(sum(w), 1.0, 1e-12))
+check("spline through its nodes", vt.spline_weights(even, 2.0) == [0.0, 0.0, 1.0, 0.0, 0.0],
+      f"{vt.spline_weights(even, 2.0)}")
+w = vt.spline_weights(even, 1.5)
+check("spline reproduces a quadratic inside", near(sum(wi * n * n for wi, n in zip(w, even)),
+                                                  2.25, 1e-12))
+w = vt.linear_weights(nodes, 2.0)
+check("linear weights between the 2nd and 3rd node", w == [0.0, 0.5, 0.5], f"{w}")
+check("linear weights at the first node", vt.linear_weights(nodes, 0.0) == [1.0, 0.0, 0.0])
+
+# --- statistics ----------------------------------------------------------------------------
+check("spearman of a monotone map", vt.spearman([1, 2, 3, 4], [10, 20, 25, 100]) == 1.0)
+check("spearman of a reversed order", vt.spearman([1, 2, 3], [3, 2, 1]) == -1.0)
+check("ranks average ties", vt.ranks([5, 1, 5, 2]) == [3.5, 1.0, 3.5, 2.0])
+check("spearman with ties", near(vt.spearman([1, 2, 3, 4], [1, 2, 2, 3]), 0.9486832980505138,
+                                 1e-12))
+check("spearman needs 3 points", vt.spearman([1, 2], [1, 2]) is None)
+check("spearman without spread", vt.spearman([1, 2, 3], [4, 4, 4]) is None)
+check("mape", near(vt.mape([(1.0, 1.1), (2.0, 1.8)]), 0.1, 1e-12))
+
+# --- parameter specs -----------------------------------------------------------------------
+p = vt.parse_param("platform.gpu.compute.kernel_overhead=1us:200us:log:5:framework+gpu:linear")
+check("parse_param fields", (p.lo, p.hi, p.unit, p.points, p.scope, p.interpolation)
+      == (1.0, 200.0, "us", 5, ("framework", "gpu"), "linear"), f"{p}")
+check("parameter text", p.set(72.28) == "platform.gpu.compute.kernel_overhead=72.28us")
+check("log grid", [round(p.value(u), 6) for u in p.nodes()][0] == 1.0
+      and near(p.value(p.nodes()[-1]), 200.0, 1e-12))
+for bad in ("x=1:2:cubic", "x=2:1", "x=1us:2ms", "x=1", "x=0:1:log", "x=1:2:log:1"):
+    try:
+        vt.parse_param(bad)
+        check(f"parse_param refuses '{bad}'", False, "accepted")
+    except ValueError:
+        check(f"parse_param refuses '{bad}'", True)
+
+# --- synthetic cases -----------------------------------------------------------------------
+EFF = "platform.gpu.compute.gemm_efficiency"
+KO = "platform.gpu.compute.kernel_overhead"
+
+
+def make_cases(form):
+    """Five groups over two GPU types and two frameworks; each case a compute part F (s at
+    efficiency 1) and a host part N (kernels), so the two parameters are identifiable."""
+    cases = []
+    layout = [("g1", "A", "f"), ("g2", "A", "f"), ("g3", "B", "f"), ("g4", "B", "g"),
+              ("g5", "A", "g")]
+    for gi, (g, gpu, fw) in enumerate(layout):
+        for k in range(6):
+            f = 0.02 * (1 + k) * (1 + gi)
+            n = 200 * (6 - k) * (1 + (gi % 2))
+            cases.append(vt.Case(id=f"{g}:{k}", suite="synthetic", group=g,
+                                 subgroup=f"{g} job", measured_s=0.0, scenario="none",
+                                 sets=(f"work={f}", f"kernels={n}"),
+                                 attrs={"gpu": gpu, "framework": fw, "suite": "synthetic",
+                                        "group": g}))
+    return cases
+
+
+def fake_simulator(form, calls):
+    def simulate(requests):
+        out = []
+        for case, extra in requests:
+            calls.append(1)
+            values = dict(s.split("=", 1) for s in case.sets + tuple(extra))
+            eff, _ = vt.parse_value(values[EFF])
+            ko, unit = vt.parse_value(values[KO])
+            ko *= {"us": 1e-6, "ms": 1e-3, "": 1.0}[unit]
+            f, n = float(values["work"]), float(values["kernels"])
+            out.append(vt.Result(form(f, n, eff, ko)))
+        return out
+    return simulate
+
+
+TRUE = {("A",): 0.71, ("B",): 0.52, ("f",): 23e-6, ("g",): 61e-6}
+
+
+def truth_sets(case):
+    return (f"{EFF}={TRUE[(case.attrs['gpu'],)]}", f"{KO}={TRUE[(case.attrs['framework'],)] * 1e6}us")
+
+
+def run(form, params, tolerance_param, tolerance_logo, label):
+    cases = make_cases(form)
+    calls = []
+    simulate = fake_simulator(form, calls)
+    measured = simulate([(c, truth_sets(c)) for c in cases])
+    for c, r in zip(cases, measured):
+        c.measured_s = r.step_time_s
+    calls.clear()
+    report = vt.run_fit(params, cases, simulate)
+    points = len(vt.grid_points(params))
+    check(f"{label}: simulations = grid + in-sample + folds",
+          len(calls) == len(cases) * points + 2 * len(cases) and report.simulations == len(calls),
+          f"{len(calls)} calls, {report.simulations} reported")
+    for (i, key), u in sorted(report.in_sample.u.items()):
+        got = params[i].value(u)
+        want = TRUE[key]
+        want = want * 1e6 if params[i].unit == "us" else want
+        check(f"{label}: in-sample {params[i].path}[{key[0]}]", near(got, want, tolerance_param),
+              f"fitted {got:.6g}, true {want:.6g}")
+    worst_in = max(abs(report.in_sample_sim[c.id] / c.measured_s - 1) for c in cases)
+    check(f"{label}: in-sample simulated error", worst_in <= tolerance_logo, f"{worst_in:.3g}")
+    # Every group's scopes are also seen in other groups, except g4's framework 'g', which
+    # g5 shares, and g3's GPU 'B', which g4 shares: no fold needs a fallback.
+    check(f"{label}: no fallback", report.fallbacks == {}, f"{report.fallbacks}")
+    for c in cases:
+        err = abs(report.logo_sim[c.id] / c.measured_s - 1)
+        if err > tolerance_logo:
+            check(f"{label}: LOGO error of {c.id}", False, f"{err:.3g}")
+            break
+    else:
+        check(f"{label}: LOGO errors", True)
+    # Surrogate equals the simulator on the grid.
+    c = cases[0]
+    for point in vt.grid_points(params)[:4]:
+        u = {vt.variable_of(params, i, c): params[i].nodes()[j] for i, j in enumerate(point)}
+        exact = simulate([(c, vt.grid_overrides(params, point))])[0].step_time_s
+        got = math.exp(report.surrogate.predict_log(c.id, u))
+        check(f"{label}: surrogate at grid point {point}", near(got, exact, 1e-6),
+              f"{got} vs {exact}")
+    return cases, report
+
+
+eff_param = vt.param_from_dict({"path": EFF, "min": "0.3", "max": "0.95", "scale": "log",
+                                "points": 3, "scope": ["gpu"]})
+ko_param = vt.param_from_dict({"path": KO, "min": "1us", "max": "1000us", "scale": "log",
+                               "points": 7, "scope": ["framework"], "interpolation": "spline"})
+
+# A power law: log T is linear in both log coordinates, so the surrogate is exact and the fit
+# must recover the parameters to the optimiser's precision.
+run(lambda f, n, eff, ko: f ** 0.5 * n ** 0.3 * eff ** -(0.3 + f) * (ko / 1e-5) ** (0.2 + f),
+    [eff_param, ko_param], 1e-4, 1e-4, "power law")
+
+# The shape of a step: compute at the efficiency plus host time per kernel. The surrogate is
+# only approximate: parameters within 3%, simulated errors within 1%.
+run(lambda f, n, eff, ko: f / eff + n * ko, [eff_param, ko_param], 0.03, 0.01, "compute + host")
+
+# An unseen scope: with a single group on framework 'h', that group's fold cannot fit its
+# kernel overhead and takes the mean of the others.
+cases = make_cases(None)
+for c in cases:
+    if c.group == "g5":
+        c.attrs["framework"] = "h"
+TRUE[("h",)] = 40e-6
+form = lambda f, n, eff, ko: f / eff + n * ko  # noqa: E731
+simulate = fake_simulator(form, [])
+for c, r in zip(cases, simulate([(c, truth_sets(c)) for c in cases])):
+    c.measured_s = r.step_time_s
+report = vt.run_fit([eff_param, ko_param], cases, simulate)
+fb = report.fallbacks.get("g5", [])
+check("unseen scope: fallback reported", any("kernel_overhead[h]" in x and "mean" in x for x in fb),
+      f"{report.fallbacks}")
+sets, used = vt.values_for([eff_param, ko_param], cases[-1], report.folds["g5"].u)
+ko_f = ko_param.value(report.folds["g5"].u[(1, ("f",))])
+ko_g = ko_param.value(report.folds["g5"].u[(1, ("g",))])
+ko_set = [s for s in sets if s.startswith(KO)][0]
+check("unseen scope: geometric mean of the others",
+      near(vt.parse_value(ko_set.split("=")[1])[0], math.sqrt(ko_f * ko_g), 1e-5),
+      f"{ko_set} vs {math.sqrt(ko_f * ko_g)}")
+
+if failures:
+    print(f"FAIL validate_training_test: {len(failures)} of {checks} checks failed")
+    for f in failures:
+        print("  " + f)
+    sys.exit(1)
+print(f"PASS validate_training_test: {checks} checks")
