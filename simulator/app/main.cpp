@@ -30,7 +30,7 @@ namespace {
 
 const char* const kUsage =
     "usage: prismsim run SCENARIO.yaml [--out DIR] [--runs N] [--seed S] [--jobs J]\n"
-    "                    [--set PATH=VALUE]... [--deadline DURATION]... [--compare-to FILE]\n"
+    "                    [--set PATH=VALUE]... [--deadline DEADLINE]... [--compare-to FILE]\n"
     "                    [--trace PATH [--trace-ranks 0-7,64] [--trace-format chrome|kineto]]\n"
     "                    [--attribute] [--breakdown]\n"
     "       prismsim check SCENARIO.yaml [--set PATH=VALUE]...\n"
@@ -89,12 +89,13 @@ int run_command(const Options& options) {
   warn_uncalibrated(scenario);
   for (const std::string& text : options.deadlines) {
     std::string error;
-    const auto deadline = units::parse_duration(text, &error);
-    if (!deadline || *deadline <= 0) {
-      throw UsageError(fmt::format("--deadline '{}': {}", text,
-                                   error.empty() ? "must be a positive duration" : error));
+    const auto deadline = units::parse_deadline(text, &error);
+    if (!deadline) throw UsageError(fmt::format("--deadline '{}': {}", text, error));
+    if (deadline->multiple > 0) {
+      scenario.simulation.relative_deadlines.push_back(deadline->multiple);
+    } else {
+      scenario.simulation.deadlines_s.push_back(deadline->seconds);
     }
-    scenario.simulation.deadlines_s.push_back(*deadline);
   }
   if (options.attribute && scenario.variability.empty()) {
     throw UsageError("--attribute needs a scenario with a 'variability' section");
@@ -159,7 +160,8 @@ Options parse_command_line(int argc, char** argv, bool* handled) {
        "measured step times (one per line, or a CSV step_time_s column): KS distance and "
        "percentile errors")
       ("deadline", po::value(&options.deadlines)->composing(),
-       "report P(job time > DURATION), e.g. --deadline 12h (repeatable)")
+       "report P(job time > DEADLINE): a duration (12h) or a multiple of the deterministic job "
+       "time (1.1x); repeatable")
       ("trace", po::value(&options.trace),
        "write a Chrome/Perfetto timeline of run 0 to this JSON file (see --trace-format)")
       ("trace-ranks", po::value(&options.trace_ranks),

@@ -160,6 +160,10 @@ StudyOutcome run_study(const Scenario& scenario, const StudyOptions& options,
   results = gather_results(scenario, simulation.collective_summary(), simulation.simulated_ranks(),
                            simulate(runs, jobs));
   if (!options.measured.empty()) compare_to_measured(results, options.compare_to, options.measured);
+  // Without variation every run is the deterministic one.
+  if (!variation.active() && results.job_time.count > 0) {
+    add_relative_deadlines(results, results.job_time.mean);
+  }
   if (variation.active()) {
     results.sources = scenario.variability.sources();
     // The same scenario without variation: deterministic, so one run says it all.
@@ -170,6 +174,7 @@ StudyOutcome run_study(const Scenario& scenario, const StudyOptions& options,
         results.baseline = StudyResults::Baseline{step.mean, job_time.mean};
       }
     }
+    if (results.baseline) add_relative_deadlines(results, results.baseline->job_time_s);
     // Attribution: the same runs without each source in turn (same seeds).
     for (const std::string& source :
          options.attribute ? results.sources : std::vector<std::string>{}) {

@@ -309,6 +309,8 @@ struct SimulationSpec {
   int steps = 1;
   uint64_t seed = 1;
   std::vector<double> deadlines_s;  ///< job-time deadlines whose miss probability is reported
+  /// Deadlines as multiples of the deterministic job time (the scenario without variation).
+  std::vector<double> relative_deadlines;
 };
 
 struct EngineSpec {

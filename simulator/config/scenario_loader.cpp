@@ -467,12 +467,21 @@ void read_run_settings(MapReader& r, Scenario& s) {
     assign(s.simulation.seed, m.integer("seed", false, 0, kMaxInt64));
     if (const ConfigNode* list = m.list("deadlines", false)) {
       for (const auto& item : list->items) {
-        if (auto d = read_quantity(item, m.path_of("deadlines"), units::parse_duration, r.diags())) {
-          if (*d > 0) {
-            s.simulation.deadlines_s.push_back(*d);
+        if (!item.is_scalar()) {
+          r.diags().error(item.loc, "'simulation.deadlines' items must be durations ('12h') or "
+                                    "multiples of the deterministic job time ('1.1x')");
+          continue;
+        }
+        std::string reason;
+        if (auto d = units::parse_deadline(item.scalar, &reason)) {
+          if (d->multiple > 0) {
+            s.simulation.relative_deadlines.push_back(d->multiple);
           } else {
-            r.diags().error(item.loc, "'simulation.deadlines' must be positive durations");
+            s.simulation.deadlines_s.push_back(d->seconds);
           }
+        } else {
+          r.diags().error(item.loc, fmt::format("invalid value '{}' for '{}': {}", item.scalar,
+                                                m.path_of("deadlines"), reason));
         }
       }
     }

@@ -157,4 +157,27 @@ std::optional<double> parse_count(std::string_view text, std::string* error) {
   return parse_with(text, table, false, "count", "50M", error);
 }
 
+std::optional<Deadline> parse_deadline(std::string_view text, std::string* error) {
+  if (!text.empty() && text.back() == 'x') {
+    static const std::vector<Unit> table = {{"x", 1.0}};
+    auto multiple = parse_with(text, table, true, "multiple", "1.1x", error);
+    if (!multiple) return std::nullopt;
+    if (*multiple <= 0) {
+      *error = "a deadline's multiple must be positive";
+      return std::nullopt;
+    }
+    return Deadline{0, *multiple};
+  }
+  auto seconds = parse_duration(text, error);
+  if (!seconds) {
+    *error += "; or a multiple of the deterministic job time such as '1.1x'";
+    return std::nullopt;
+  }
+  if (*seconds <= 0) {
+    *error = "a deadline must be positive";
+    return std::nullopt;
+  }
+  return Deadline{*seconds, 0};
+}
+
 }  // namespace prismsim::units

@@ -24,6 +24,12 @@ std::optional<double> parse_flops(std::string_view text, std::string* error);
 std::optional<double> parse_distance_km(std::string_view text, std::string* error);
 /// Dimensionless count with an optional SI suffix: "50M", "1.3G", "7e9", "1024".
 std::optional<double> parse_count(std::string_view text, std::string* error);
+/// A deadline: a duration ("12h") in seconds, or a multiple of a reference ("1.1x").
+struct Deadline {
+  double seconds = 0;  ///< absolute, when `multiple` is 0
+  double multiple = 0;  ///< of the deterministic job time, when not 0
+};
+std::optional<Deadline> parse_deadline(std::string_view text, std::string* error);
 
 }  // namespace units
 }  // namespace prismsim

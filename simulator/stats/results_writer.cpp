@@ -58,6 +58,24 @@ std::string breakdown_csv(const std::vector<RunRecord>& runs,
   return out;
 }
 
+namespace {
+
+/// The fraction of the runs that finished every step whose job time exceeds `deadline_s`.
+double p_exceeds(const StudyResults& results, double deadline_s) {
+  const auto steps = static_cast<size_t>(results.scenario->simulation.steps);
+  size_t finished = 0, missed = 0;
+  for (const RunRecord& run : results.runs) {
+    if (run.step_times_s.size() != steps) continue;
+    double job = 0;
+    for (double t : run.step_times_s) job += t;
+    ++finished;
+    missed += job > deadline_s;
+  }
+  return finished == 0 ? 0.0 : static_cast<double>(missed) / static_cast<double>(finished);
+}
+
+}  // namespace
+
 StudyResults gather_results(const Scenario& scenario, std::string collectives,
                             int ranks_simulated, std::vector<RunRecord> runs) {
   StudyResults results;
@@ -89,13 +107,18 @@ StudyResults gather_results(const Scenario& scenario, std::string collectives,
     results.job_time_ci = bootstrap_quantiles(job_by_run, quantiles, kConfidenceLevel,
                                               kBootstrapResamples, seed + 1);
   }
-  for (double deadline : scenario.simulation.deadlines_s) {
-    const auto missed = std::count_if(jobs.begin(), jobs.end(), [&](double j) { return j > deadline; });
-    results.deadline_miss.push_back(
-        {deadline, jobs.empty() ? 0.0 : static_cast<double>(missed) / static_cast<double>(jobs.size())});
-  }
   results.runs = std::move(runs);
+  for (double deadline : scenario.simulation.deadlines_s) {
+    results.deadline_miss.push_back({deadline, p_exceeds(results, deadline), 0});
+  }
   return results;
+}
+
+void add_relative_deadlines(StudyResults& results, double deterministic_job_s) {
+  for (double multiple : results.scenario->simulation.relative_deadlines) {
+    const double deadline = multiple * deterministic_job_s;
+    results.deadline_miss.push_back({deadline, p_exceeds(results, deadline), multiple});
+  }
 }
 
 using Layout = JsonWriter::Layout;
@@ -255,11 +278,10 @@ std::string summary_json(const StudyResults& r) {
       .end();
   if (!r.deadline_miss.empty()) {
     j.key("deadlines").begin_array(Layout::line);
-    for (const auto& [deadline, missed] : r.deadline_miss) {
-      j.begin_object(Layout::line)
-          .member("deadline_s", deadline)
-          .member("p_job_time_exceeds", missed)
-          .end();
+    for (const auto& d : r.deadline_miss) {
+      j.begin_object(Layout::line).member("deadline_s", d.deadline_s);
+      if (d.multiple > 0) j.member("of_deterministic_job_time", d.multiple);
+      j.member("p_job_time_exceeds", d.p_exceeds).end();
     }
     j.end();
   }
@@ -341,9 +363,11 @@ std::string summary_text(const StudyResults& r) {
                         a.source, d.p50 - a.step_time.p50, d.p95 - a.step_time.p95,
                         d.p99 - a.step_time.p99);
   }
-  for (const auto& [deadline, missed] : r.deadline_miss) {
-    text += fmt::format("P(job time > {}) = {:.4g} over {} runs\n", human_seconds(deadline),
-                        missed, j.count);
+  for (const auto& d : r.deadline_miss) {
+    const std::string relative =
+        d.multiple > 0 ? fmt::format(", {:g}x the deterministic job", d.multiple) : "";
+    text += fmt::format("P(job time > {}{}) = {:.4g} over {} runs\n", human_seconds(d.deadline_s),
+                        relative, d.p_exceeds, j.count);
   }
   if (r.training) text += training_text(*r.training);
   return text;

@@ -23,8 +23,14 @@ struct StudyResults {
   /// 95% percentile-bootstrap intervals over runs of p50, p95 and p99 (steps, then jobs); empty
   /// without a finished step.
   std::vector<Interval> step_time_ci, job_time_ci;
-  /// Per scenario deadline: the fraction of finished runs whose job time exceeds it.
-  std::vector<std::pair<double, double>> deadline_miss;
+  /// Per scenario deadline: the fraction of finished runs whose job time exceeds it; absolute
+  /// deadlines first, then those relative to the deterministic job time.
+  struct DeadlineMiss {
+    double deadline_s = 0;
+    double p_exceeds = 0;
+    double multiple = 0;  ///< of the deterministic job time (0: an absolute deadline)
+  };
+  std::vector<DeadlineMiss> deadline_miss;
   /// Simulated step times against measured ones (--compare-to), when given.
   struct Comparison {
     std::string file;
@@ -76,6 +82,8 @@ constexpr int kBootstrapResamples = 1000;
 /// Pools every finished step of every run and summarises it.
 StudyResults gather_results(const Scenario& scenario, std::string collectives,
                             int ranks_simulated, std::vector<RunRecord> runs);
+/// Adds the scenario's relative deadlines, as multiples of `deterministic_job_s`.
+void add_relative_deadlines(StudyResults& results, double deterministic_job_s);
 
 /// summary.json: identity of the study, SimGrid settings, step-time distribution.
 std::string summary_json(const StudyResults& results);

@@ -154,6 +154,23 @@ same "one attribution per source" 6 \
   "$(json_get "$tmp/v1/summary.json" "len(d['variability']['attribution'])")"
 same "breakdown: header + 2 runs x 16 ranks" 33 "$(wc -l <"$tmp/v1/breakdown.csv")"
 same "breakdown labels" "median slowest" "$(tail -n +2 "$tmp/v1/breakdown.csv" | cut -d, -f2 | sort -u | tr '\n' ' ' | sed 's/ $//')"
+# Deadlines relative to the deterministic job time: the baseline's with variation, the runs'
+# own without.
+expect "relative deadlines" 0 "$prismsim" run "$tiny" --out "$tmp/r1" --runs 6 --jobs 2 \
+  --set variability=$variability --deadline 1x --deadline 100x --set 'simulation.deadlines=[1.02x]'
+same "relative deadline = multiple x baseline" 1 \
+  "$(json_get "$tmp/r1/summary.json" "int(abs(d['deadlines'][1]['deadline_s'] - d['baseline']['job_time_s']) < 1e-12)")"
+same "relative deadlines in summary" '[1.02, 1, 100]' \
+  "$(json_get "$tmp/r1/summary.json" "[x['of_deterministic_job_time'] for x in d['deadlines']]")"
+same "nothing takes 100x" 0 "$(json_get "$tmp/r1/summary.json" "d['deadlines'][2]['p_job_time_exceeds']")"
+same "varied runs miss the deterministic job time" 1 \
+  "$(json_get "$tmp/r1/summary.json" "d['deadlines'][1]['p_job_time_exceeds']")"
+same "relative deadline in text" 1 "$(grep -c ', 100x the deterministic job) = 0 over 6 runs' "$tmp/out")"
+expect "relative deadline without variation" 0 "$prismsim" run "$tiny" --out "$tmp/r0" --deadline 1.1x
+same "deterministic runs meet 1.1x" '[1.1, 0]' \
+  "$(json_get "$tmp/r0/summary.json" "[d['deadlines'][0]['of_deterministic_job_time'], d['deadlines'][0]['p_job_time_exceeds']]")"
+expect "zero multiple" 2 "$prismsim" run "$tiny" --out "$tmp/r2" --deadline 0x
+expect "bad multiple in the scenario" 2 "$prismsim" run "$tiny" --out "$tmp/r2" --set 'simulation.deadlines=[fastx]'
 expect "--attribute without variability" 2 "$prismsim" run "$tiny" --out "$tmp/v4" --attribute
 same "--attribute message" "prismsim: error: --attribute needs a scenario with a 'variability' section" \
   "$(grep -v '^prismsim: warning: platform ' "$tmp/err" | head -1)"
