@@ -59,7 +59,12 @@ std::vector<MemoryEstimate> estimate_memory(const Scenario& scenario) {
   const auto layers = split_layers(p, c.model.layers);
   const int v = p.virtual_stages;
   const int chunks = p.pp * v;
-  const double shards = static_cast<double>(p.dp) * p.cp;
+  const bool fsdp = p.data_parallel == DataParallelKind::fsdp;
+  // Ranks one copy of the sharded state is spread over (HSDP: within one replica).
+  const double shards = static_cast<double>(fsdp ? p.dp / p.fsdp_replicas : p.dp) * p.cp;
+  // Gradients are kept (accumulated) in the precision they are reduced in: Megatron's fp32
+  // main_grad buffers, torchtitan's reduce_dtype.
+  const double g = bytes_per_element(p.gradient_reduce_precision);
   const double per_layer = layer_activation_bytes(scenario);
   Scenario no_recompute = scenario;
   no_recompute.parallelism.recompute = Recompute::none;
@@ -82,9 +87,13 @@ std::vector<MemoryEstimate> estimate_memory(const Scenario& scenario) {
       }
       chunk_layers.push_back(layers[static_cast<size_t>(vs)].count);
     }
-    const bool fsdp = p.data_parallel == DataParallelKind::fsdp;
-    m.weights = fsdp ? params / shards * e + 2 * largest_unit * e : params * e;
-    m.gradients = fsdp ? params / shards * e + largest_unit * e : params * e;
+    // FSDP holds its shard plus the gathered units in use (two: one computing, one prefetched);
+    // without resharding after the forward pass, every unit's gathered weights until backward.
+    const double gathered = p.reshard_after_forward ? 2 * largest_unit : params;
+    m.weights = fsdp ? params / shards * e + gathered * e : params * e;
+    // ZeRO-2 and FSDP keep the gradient shard plus the unit being reduced.
+    const bool sharded_gradients = fsdp || p.data_parallel == DataParallelKind::zero2;
+    m.gradients = sharded_gradients ? params / shards * g + largest_unit * g : params * g;
     m.optimizer = 12 * params / (p.data_parallel == DataParallelKind::ddp ? 1.0 : shards);
     // Walk the schedule: a forward saves its chunk's activations until its backward.
     for (double& layers_of_chunk : chunk_layers) layers_of_chunk *= per_layer;

@@ -26,9 +26,11 @@ struct MemoryEstimate {
 /// grouped-query attention and gated MLPs; flash attention saves only softmax statistics).
 double layer_activation_bytes(const Scenario& scenario);
 
-/// Per pipeline rank, the memory of its peak; weights and gradients in the workload precision,
-/// optimizer state sharded over data-parallel ranks for zero1 and fsdp (weights and gradients too
-/// for fsdp), activations for the microbatches the schedule holds at once.
+/// Per pipeline rank, the memory of its peak: weights in the workload precision, gradients in
+/// their reduce precision, optimizer state (fp32 master weights and two moments, 12 B/param)
+/// sharded over data-parallel ranks for zero1, zero2 and fsdp (gradients too for zero2 and fsdp,
+/// weights too for fsdp; over one replica with HSDP), activations for the microbatches the
+/// schedule holds at once.
 std::vector<MemoryEstimate> estimate_memory(const Scenario& scenario);
 
 /// Throws InputError (at the scenario's parallelism section) when the worst stage's estimate

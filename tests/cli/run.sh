@@ -28,9 +28,15 @@ for scenario in workloads/scenarios/*.yaml; do
   expect "check $scenario" 0 "$prismsim" check "$scenario"
 done
 # What a prediction rests on: a warning per uncalibrated part of the platform, on stderr.
-expect "check, uncalibrated compute" 0 "$prismsim" check "$example"
+uncalibrated=calibration/cases/throughput/bridge-llama3-8b-dgx-b200.yaml  # no Blackwell microbenchmarks
+expect "check, uncalibrated compute" 0 "$prismsim" check "$uncalibrated"
 same "check warns of uncalibrated compute, on stderr only" "1 0" \
-  "$(grep -c '^prismsim: warning: platform h100-ndr: compute parameters are uncalibrated (' "$tmp/err") $(grep -c warning "$tmp/out")"
+  "$(grep -c '^prismsim: warning: platform dgx-b200: compute parameters are uncalibrated (' "$tmp/err") $(grep -c warning "$tmp/out")"
+expect "run, uncalibrated compute" 0 "$prismsim" run "$uncalibrated" --out "$tmp/u" \
+  --set parallelism.gpus=8 --set parallelism.tp=1 --set parallelism.pp=1 --set parallelism.dp=8 \
+  --set workload.global_batch=8 --set workload.model.layers=2
+same "run warns of uncalibrated compute on stderr" 1 \
+  "$(grep -c '^prismsim: warning: platform dgx-b200: compute parameters are uncalibrated' "$tmp/err")"
 expect "check, calibrated platform" 0 "$prismsim" check calibration/vtrain-gpt-a100.yaml
 same "no warning for a calibrated platform" "" "$(cat "$tmp/err")"
 
@@ -39,7 +45,7 @@ expect "overridden run" 0 "$prismsim" run "$example" --out "$tmp/a" --runs 3 --s
   --set simulation.steps=2 --set platform.node.nic.bandwidth=200Gbps --jobs 1
 same "rows: runs x steps + header" 7 "$(wc -l <"$tmp/a/runs.csv")"
 same "no progress bar when stderr is not a terminal" "" "$(grep -v '^prismsim: warning: platform ' "$tmp/err")"
-same "run warns of uncalibrated compute on stderr" 1 \
+same "no compute warning for h100-ndr (microbenchmark fit)" 0 \
   "$(grep -c '^prismsim: warning: platform h100-ndr: compute parameters are uncalibrated' "$tmp/err")"
 same "no warning on stdout" 0 "$(grep -c 'warning' "$tmp/out")"
 same "header" "run,seed,step,step_time_s" "$(head -1 "$tmp/a/runs.csv")"

@@ -721,6 +721,33 @@ TEST_CASE("memory of a single stage counts both the embedding and the untied out
   CHECK(estimates[0].activations == rel(4 * kLayerActivations));
 }
 
+TEST_CASE("memory of ZeRO-2, FSDP with and without resharding, HSDP and fp32 gradients, by hand") {
+  const double params = 2 * kLayerParams + kEmbeddingParams;  // a stage of the two-stage model
+  const double unit = kLayerParams;                           // the largest gathered unit
+  Scenario s = memory_scenario(2, 4, DataParallelKind::zero2);
+  auto stage0 = [&] { return estimate_memory(s)[0]; };
+  // ZeRO-2: gradients sharded over the 4 replicas, plus the unit being reduced.
+  CHECK(stage0().weights == rel(2 * params));
+  CHECK(stage0().gradients == rel(2 * params / 4 + 2 * unit));
+  CHECK(stage0().optimizer == rel(12 * params / 4));
+  // Gradients reduced (and kept) in fp32: 4 bytes each.
+  s.parallelism.gradient_reduce_precision = Precision::fp32;
+  CHECK(stage0().gradients == rel(4 * params / 4 + 4 * unit));
+  s.parallelism.gradient_reduce_precision = Precision::fp16;
+  // FSDP: weights sharded too, two gathered units at a time.
+  s.parallelism.data_parallel = DataParallelKind::fsdp;
+  CHECK(stage0().weights == rel(2 * params / 4 + 2 * 2 * unit));
+  // Without resharding after forward every gathered unit stays until its backward.
+  s.parallelism.reshard_after_forward = false;
+  CHECK(stage0().weights == rel(2 * params / 4 + 2 * params));
+  s.parallelism.reshard_after_forward = true;
+  // HSDP with 2 replicas: sharded over 2 ranks, not 4.
+  s.parallelism.fsdp_replicas = 2;
+  CHECK(stage0().weights == rel(2 * params / 2 + 2 * 2 * unit));
+  CHECK(stage0().gradients == rel(2 * params / 2 + 2 * unit));
+  CHECK(stage0().optimizer == rel(12 * params / 2));
+}
+
 TEST_CASE("check_memory refuses a model that does not fit and accepts one that does") {
   Scenario s = memory_scenario(2, 4, DataParallelKind::zero1);
   s.platform.gpu.model = "Tiny";
