@@ -97,8 +97,9 @@ std::unique_ptr<TraceRecorder> make_trace(const StudyOptions& options, const Sce
   } else if (!std::ofstream(options.trace, std::ios::binary)) {
     throw UsageError(fmt::format("cannot write trace file '{}'", options.trace));
   }
-  return std::make_unique<TraceRecorder>(options.trace, std::move(ranks), options.trace_format,
-                                         job, scenario.platform.gpus_per_node);
+  return std::make_unique<TraceRecorder>(
+      options.trace, std::move(ranks), options.trace_format, job, scenario.platform.gpus_per_node,
+      TraceDevice{scenario.platform.gpu.model, scenario.platform.gpu.memory_bytes});
 }
 
 /// The slowest run of `results` and the median one (the lower middle of an even count).

@@ -109,9 +109,12 @@ same "memory per stage" 2 "$(grep -c '^memory per GPU, pipeline stage [01]: ' "$
 expect "trace run" 0 "$prismsim" run "$tiny" --out "$tmp/t" --trace "$tmp/t/trace.json" \
   --trace-ranks 0,5-6 --jobs 2
 same "trace: one process per rank" 3 "$(grep -c '"name":"process_name"' "$tmp/t/trace.json")"
-same "trace: rank 5 has spans" 1 "$(grep -q '"ph":"X".*"pid":5,' "$tmp/t/trace.json" && echo 1)"
+same "trace: rank 5 (process 6) has spans" 1 \
+  "$(grep -q '"ph":"X".*"pid":6,' "$tmp/t/trace.json" && echo 1)"
 same "trace: no other rank" "" "$(grep -o '"pid":[0-9]*' "$tmp/t/trace.json" | sort -u |
-  grep -v -e '"pid":0$' -e '"pid":5$' -e '"pid":6$')"
+  grep -v -e '"pid":1$' -e '"pid":6$' -e '"pid":7$')"
+expect "trace: passes the trace checker" 0 python3 tests/traces/check_trace.py chrome \
+  "$tmp/t/trace.json"
 same "trace: kernels named" 1 "$(grep -q '"name":"qkv_projection","cat":"gemm"' "$tmp/t/trace.json" && echo 1)"
 same "trace: TP collectives" 1 "$(grep -q '"name":"tp all_reduce","cat":"collective"' "$tmp/t/trace.json" && echo 1)"
 same "trace: closes" "]}" "$(tail -1 "$tmp/t/trace.json")"
@@ -124,7 +127,7 @@ same "summary names the simulated ranks" 1 "$(grep -c '^8 of 16 ranks simulated'
 same "trace: the represented rank is labelled" 1 \
   "$(grep -c '"name":"rank 1 (GPU 1, as rank 0)"' "$tmp/t5.json")"
 same "trace: it has the representative's spans" \
-  "$(grep -c '"ph":"X".*"pid":0,' "$tmp/t5.json")" "$(grep -c '"ph":"X".*"pid":1,' "$tmp/t5.json")"
+  "$(grep -c '"ph":"X".*"pid":1,' "$tmp/t5.json")" "$(grep -c '"ph":"X".*"pid":2,' "$tmp/t5.json")"
 expect "trace ranks out of range" 2 "$prismsim" run "$tiny" --out "$tmp/t3" --trace "$tmp/t3.json" \
   --trace-ranks 0-16
 same "trace ranks message" "prismsim: error: --trace-ranks: rank 16 does not exist (ranks 0-15)" \
