@@ -55,6 +55,7 @@ struct Options {
   std::string trace_format = "chrome";
   bool attribute = false;    ///< rerun without each source of variation
   bool breakdown = false;    ///< per-rank breakdown of the slowest and median runs
+  std::vector<std::string> command_line;  ///< the whole command line, for provenance
 };
 
 /// What the scenario's predictions rest on, on stderr: a line per uncalibrated part.
@@ -120,6 +121,7 @@ int run_command(const Options& options) {
   study.trace_format = options.trace_format == "kineto" ? TraceFormat::kineto : TraceFormat::chrome;
   study.attribute = options.attribute;
   study.breakdown = options.breakdown;
+  study.command = options.command_line;
 
   const StudyOutcome outcome = run_study(scenario, study, out_dir);
   const StudyResults& results = outcome.results;
@@ -217,13 +219,16 @@ Options parse_command_line(int argc, char** argv, bool* handled) {
 int main(int argc, char** argv) {
   try {
     if (argc >= 2 && std::string(argv[1]) == "collective") return collective_command(argc - 1, argv + 1);
-    if (argc >= 2 && std::string(argv[1]) == "sweep") return sweep_command(argc - 1, argv + 1);
+    if (argc >= 2 && std::string(argv[1]) == "sweep") {
+      return sweep_command(argc - 1, argv + 1, provenance_command(argc, argv));
+    }
     if (argc >= 2 && std::string(argv[1]) == "calibrate") {
       return calibrate_command(argc - 1, argv + 1);
     }
     bool handled = false;
-    const Options options = parse_command_line(argc, argv, &handled);
+    Options options = parse_command_line(argc, argv, &handled);
     if (handled) return kExitOk;
+    options.command_line = provenance_command(argc, argv);
     return options.command == "check" ? run_check(options) : run_command(options);
   } catch (const InputError& e) {
     for (const auto& d : e.diagnostics()) std::cerr << d.str() << "\n";

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <csignal>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <numeric>
@@ -16,6 +17,7 @@
 #include "app/cli_errors.hpp"
 #include "app/training_study.hpp"
 #include "core/files.hpp"
+#include "core/sha256.hpp"
 #include "montecarlo/replications.hpp"
 #include "runtime/simulation.hpp"
 #include "runtime/trace.hpp"
@@ -73,6 +75,14 @@ void apply_run_options(const boost::program_options::variables_map& vm, int runs
   }
 }
 
+std::vector<std::string> provenance_command(int argc, char** argv) {
+  std::vector<std::string> command;
+  for (int i = 0; i < argc; ++i) {
+    command.emplace_back(i == 0 ? std::filesystem::path(argv[0]).filename().string() : argv[i]);
+  }
+  return command;
+}
+
 namespace {
 
 /// The trace recorder `options` ask for, or null.
@@ -97,8 +107,24 @@ std::unique_ptr<TraceRecorder> make_trace(const StudyOptions& options, const Sce
   } else if (!std::ofstream(options.trace, std::ios::binary)) {
     throw UsageError(fmt::format("cannot write trace file '{}'", options.trace));
   }
-  return std::make_unique<TraceRecorder>(options.trace, std::move(ranks), options.trace_format,
-                                         job, scenario.platform.gpus_per_node);
+  return std::make_unique<TraceRecorder>(
+      options.trace, std::move(ranks), options.trace_format, job, scenario.platform.gpus_per_node,
+      TraceDevice{scenario.platform.gpu.model, scenario.platform.gpu.memory_bytes});
+}
+
+/// What `scenario`'s study was made from: the command, the overrides, the files read.
+Provenance provenance_of(const Scenario& scenario, const StudyOptions& options) {
+  Provenance p{options.command, scenario.overrides, scenario.inputs};
+  if (!options.compare_to.empty()) {
+    std::string reason;
+    const auto text = read_file(options.compare_to, &reason);
+    if (!text) {
+      throw std::runtime_error(
+          fmt::format("cannot read {}: {}", quoted_path(options.compare_to), reason));
+    }
+    p.inputs.push_back({options.compare_to, sha256_hex(*text)});
+  }
+  return p;
 }
 
 /// The slowest run of `results` and the median one (the lower middle of an even count).
@@ -119,6 +145,7 @@ std::vector<int> slowest_and_median(const StudyResults& results) {
 StudyOutcome run_study(const Scenario& scenario, const StudyOptions& options,
                        const std::filesystem::path& out_dir) {
   check_memory(scenario);
+  const Provenance provenance = provenance_of(scenario, options);  // reads --compare-to's file
   // Elastic sizes of a whole run each need their own engine: simulated before this one's.
   std::vector<StepTimeSet> elastic_sizes;
   if (scenario.train.active()) {
@@ -128,6 +155,7 @@ StudyOutcome run_study(const Scenario& scenario, const StudyOptions& options,
       StudyOutcome outcome;
       outcome.stop_signal = stopped;
       outcome.results = gather_results(scenario, "", 0, {});
+      outcome.results.provenance = provenance;
       outcome.written = {(out_dir / "summary.json").string(), (out_dir / "runs.csv").string()};
       write_file(out_dir / "summary.json", summary_json(outcome.results));
       write_file(out_dir / "runs.csv", runs_csv(outcome.results));
@@ -159,6 +187,7 @@ StudyOutcome run_study(const Scenario& scenario, const StudyOptions& options,
   StudyResults& results = outcome.results;
   results = gather_results(scenario, simulation.collective_summary(), simulation.simulated_ranks(),
                            simulate(runs, jobs));
+  results.provenance = provenance;
   if (!options.measured.empty()) compare_to_measured(results, options.compare_to, options.measured);
   // Without variation every run is the deterministic one.
   if (!variation.active() && results.job_time.count > 0) {

@@ -52,7 +52,13 @@ struct StudyOptions {
   std::string trace_ranks;     ///< ranks in the trace (e.g. "0-7,64"); default: the first 8
   bool attribute = false;      ///< rerun the runs without each source of variation
   bool breakdown = false;      ///< per-rank breakdown of the slowest and the median run
+  /// The command line, for summary.json's provenance (argv[0] as its file name); empty: none.
+  std::vector<std::string> command;
 };
+
+/// `argv` as provenance records it: argv[0] reduced to its file name, so that where prismsim is
+/// installed does not change the outputs.
+std::vector<std::string> provenance_command(int argc, char** argv);
 
 /// What a study produced.
 struct StudyOutcome {

@@ -243,9 +243,10 @@ std::string no_result(int status) {
 /// `results` and `states`; returns the stop signal that ended it early (points not finished are
 /// cut_short), or 0.
 int run_points(const std::vector<Scenario>& scenarios, const std::filesystem::path& out,
-               int slots, int jobs_per_point, std::vector<PointResult>& results,
-               std::vector<PointState>& states) {
+               int slots, int jobs_per_point, const std::vector<std::string>& command,
+               std::vector<PointResult>& results, std::vector<PointState>& states) {
   StudyOptions options;
+  options.command = command;
   options.jobs = jobs_per_point;
   options.show_progress = false;
   const int points = static_cast<int>(scenarios.size());
@@ -517,7 +518,7 @@ SweepOptions parse_options(int argc, char** argv, bool* help) {
 
 }  // namespace
 
-int sweep_command(int argc, char** argv) {
+int sweep_command(int argc, char** argv, const std::vector<std::string>& command) {
   bool help = false;
   const SweepOptions options = parse_options(argc, argv, &help);
   if (help) return kExitOk;
@@ -549,7 +550,8 @@ int sweep_command(int argc, char** argv) {
       std::filesystem::remove(dir / name, ec);
     }
   }
-  const int signal = run_points(scenarios, out, slots, std::max(1, jobs / slots), results, states);
+  const int signal =
+      run_points(scenarios, out, slots, std::max(1, jobs / slots), command, results, states);
 
   const std::string csv_path = (out / "sweep.csv").string();
   const std::string json_path = (out / "sweep.json").string();

@@ -242,6 +242,7 @@ ConfigNode load_yaml_file(const std::string& path, const SourceLoc& included_fro
     diags.error(included_from, fmt::format("cannot read {}: {}", quoted_path(path), reason));
     diags.throw_if_any();
   }
+  diags.read_input(path, *text);
   Origin origin{std::make_shared<const std::string>(path), 0, 0};
   return parse(*text, origin, diags);
 }

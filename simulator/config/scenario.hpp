@@ -335,6 +335,8 @@ struct EngineSpec {
 struct Scenario {
   std::string name;
   std::string source;  ///< path of the scenario file
+  std::vector<std::string> overrides;  ///< the --set values applied to it, in order
+  std::vector<InputFile> inputs;       ///< every file it was read from, in reading order
   SourceLoc parallelism_loc;  ///< for checks made after loading (memory)
   PlatformSpec platform;
   WorkloadSpec workload;

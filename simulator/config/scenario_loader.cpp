@@ -775,6 +775,7 @@ Scenario load_scenario(const std::string& path, const std::vector<std::string>& 
 
   Scenario s;
   s.source = path;
+  s.overrides = overrides;
   MapReader r(root, "", diags);
   assign(s.name, r.string("name", true));
   if (const ConfigNode* platform = r.get("platform", true)) {
@@ -797,6 +798,7 @@ Scenario load_scenario(const std::string& path, const std::vector<std::string>& 
     check_training(s, diags);
   }
   diags.throw_if_any();
+  s.inputs = diags.inputs();
   return s;
 }
 

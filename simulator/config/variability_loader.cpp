@@ -38,6 +38,7 @@ std::vector<double> read_sample_file(const ConfigNode& node, const std::string& 
                                       quoted_path(file), reason));
     return {};
   }
+  diags.read_input(file, *text);
   std::vector<double> samples;
   const auto shared = std::make_shared<const std::string>(file);
   std::istringstream in(*text);

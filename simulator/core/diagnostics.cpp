@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include "core/sha256.hpp"
+
 namespace prismsim {
 
 std::string SourceLoc::str() const {
@@ -28,6 +30,13 @@ InputError::InputError(std::vector<Diagnostic> diagnostics)
 
 void Diagnostics::error(const SourceLoc& where, std::string message) {
   items_.push_back({where, std::move(message)});
+}
+
+void Diagnostics::read_input(const std::string& path, std::string_view bytes) {
+  for (const InputFile& f : inputs_) {
+    if (f.path == path) return;
+  }
+  inputs_.push_back({path, sha256_hex(bytes)});
 }
 
 void Diagnostics::throw_if_any() const {

@@ -3,6 +3,7 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace prismsim {
@@ -36,10 +37,21 @@ class InputError : public std::runtime_error {
   std::vector<Diagnostic> diagnostics_;
 };
 
-/// Collects diagnostics so that a whole file is checked before failing once.
+/// A file an input was made of: its path as opened and the SHA-256 of its bytes (provenance).
+struct InputFile {
+  std::string path;
+  std::string sha256;  ///< 64 lowercase hex digits
+};
+
+/// Collects diagnostics so that a whole file is checked before failing once; also records the
+/// files read while loading, so that results can name what they were made of.
 class Diagnostics {
  public:
   void error(const SourceLoc& where, std::string message);
+  /// Records that `path` was read and held `bytes` (a path read again is recorded once).
+  void read_input(const std::string& path, std::string_view bytes);
+  /// The files read, in reading order.
+  const std::vector<InputFile>& inputs() const { return inputs_; }
   bool empty() const { return items_.empty(); }
   size_t size() const { return items_.size(); }
   /// Throws InputError with everything collected, if anything was.
@@ -47,6 +59,7 @@ class Diagnostics {
 
  private:
   std::vector<Diagnostic> items_;
+  std::vector<InputFile> inputs_;
 };
 
 /// Returns the candidate closest to `word` by edit distance, or "" when none is close.

@@ -289,6 +289,23 @@ std::string summary_json(const StudyResults& r) {
     j.key("training");
     write_training_json(j, *r.training);
   }
+  if (const Provenance& p = r.provenance; !p.command.empty()) {
+    // What the study was made from, and what the platform's parameters were fitted on.
+    j.key("provenance").begin_object();
+    j.key("command").values(p.command);
+    j.key("overrides").values(p.overrides);
+    j.key("inputs").begin_array();
+    for (const InputFile& f : p.inputs) {
+      j.begin_object(Layout::line).member("path", f.path).member("sha256", f.sha256).end();
+    }
+    j.end().member("prismsim_version", PRISMSIM_VERSION);
+    j.key("platform_calibration")
+        .begin_object()
+        .member("compute", s.platform.calibration.compute)
+        .member("collectives", s.platform.calibration.collectives)
+        .end();
+    j.end();
+  }
   j.end();
   return j.take() + "\n";
 }

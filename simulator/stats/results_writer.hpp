@@ -12,6 +12,14 @@
 
 namespace prismsim {
 
+/// What a study was made from (summary.json "provenance"): enough to run it again and to tell
+/// whether an input changed. Holds no time or host name, so the same inputs give the same bytes.
+struct Provenance {
+  std::vector<std::string> command;    ///< the command line; argv[0] as its file name only
+  std::vector<std::string> overrides;  ///< --set values (and --runs, --seed as such), in order
+  std::vector<InputFile> inputs;       ///< the scenario and every file it includes, then others
+};
+
 /// Everything a study reports, gathered before writing.
 struct StudyResults {
   const Scenario* scenario = nullptr;
@@ -55,6 +63,8 @@ struct StudyResults {
   std::vector<Attribution> attribution;
   /// simulation.train: the whole run over these runs' step times (docs/training.md).
   std::optional<TrainingReport> training;
+  /// Written when its command is known (the application fills it).
+  Provenance provenance;
 };
 
 /// Writes `{count, mean, std, min, p50, p90, p95, p99, max[, ci: {p50, p95, p99}]}`.

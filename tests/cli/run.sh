@@ -104,8 +104,34 @@ same "200 Gb/s is slower than 400 Gb/s" 1 "$(awk -v s="$slow" -v f="$fast" 'BEGI
 # Same inputs and seed: byte-identical outputs, whatever the number of parallel jobs.
 expect "determinism run" 0 "$prismsim" run "$example" --out "$tmp/c" --runs 3 --seed 7 \
   --set simulation.steps=2 --jobs 1
-same "summary.json identical" "" "$(cmp "$tmp/b/summary.json" "$tmp/c/summary.json")"
+same_but_command "summary.json identical" "$tmp/b/summary.json" "$tmp/c/summary.json"
 same "runs.csv identical" "" "$(cmp "$tmp/b/runs.csv" "$tmp/c/runs.csv")"
+
+# Provenance: the command line, the overrides, every file read with its SHA-256, the version and
+# what the platform was calibrated on.
+same "provenance: command" \
+  "[\"prismsim\", \"run\", \"$example\", \"--out\", \"$tmp/c\", \"--runs\", \"3\", \"--seed\", \"7\", \"--set\", \"simulation.steps=2\", \"--jobs\", \"1\"]" \
+  "$(json_get "$tmp/c/summary.json" "d['provenance']['command']")"
+same "provenance: overrides" '["simulation.steps=2", "simulation.runs=3", "simulation.seed=7"]' \
+  "$(json_get "$tmp/c/summary.json" "d['provenance']['overrides']")"
+same "provenance: the scenario and the files it includes" \
+  '["workloads/scenarios/dp-h100.yaml", "platforms/h100-ndr.yaml", "workloads/layer-stack-7b.yaml"]' \
+  "$(json_get "$tmp/c/summary.json" "[f['path'] for f in d['provenance']['inputs']]")"
+for f in $(json_get "$tmp/c/summary.json" "' '.join(f['path'] for f in d['provenance']['inputs'])"); do
+  same "provenance: SHA-256 of $f" "$(sha256sum "$f" | cut -d' ' -f1)" \
+    "$(json_get "$tmp/c/summary.json" "[x['sha256'] for x in d['provenance']['inputs'] if x['path'] == '$f'][0]")"
+done
+same "provenance: version" "0.1.0" "$(json_get "$tmp/c/summary.json" "d['provenance']['prismsim_version']")"
+same "provenance: the platform's calibration" "uncalibrated" \
+  "$(json_get "$tmp/c/summary.json" "d['provenance']['platform_calibration']['compute']")"
+cp "$example" "$tmp/edited.yaml"
+sed -i 's|\.\./\.\./platforms|'"$PWD"'/platforms|; s|\.\./layer-stack|'"$PWD"'/workloads/layer-stack|' "$tmp/edited.yaml"
+echo "# edited" >>"$tmp/edited.yaml"
+expect "run of an edited copy" 0 "$prismsim" run "$tmp/edited.yaml" --out "$tmp/e" --runs 1 \
+  --set simulation.steps=1 --jobs 1
+same "provenance: an edited scenario has another hash" \
+  "$(sha256sum "$tmp/edited.yaml" | cut -d' ' -f1)" \
+  "$(json_get "$tmp/e/summary.json" "d['provenance']['inputs'][0]['sha256']")"
 
 # Transformer: check reports memory; --trace writes a Chrome trace of the chosen ranks, the same
 # for the same inputs.
@@ -115,9 +141,12 @@ same "memory per stage" 2 "$(grep -c '^memory per GPU, pipeline stage [01]: ' "$
 expect "trace run" 0 "$prismsim" run "$tiny" --out "$tmp/t" --trace "$tmp/t/trace.json" \
   --trace-ranks 0,5-6 --jobs 2
 same "trace: one process per rank" 3 "$(grep -c '"name":"process_name"' "$tmp/t/trace.json")"
-same "trace: rank 5 has spans" 1 "$(grep -q '"ph":"X".*"pid":5,' "$tmp/t/trace.json" && echo 1)"
+same "trace: rank 5 (process 6) has spans" 1 \
+  "$(grep -q '"ph":"X".*"pid":6,' "$tmp/t/trace.json" && echo 1)"
 same "trace: no other rank" "" "$(grep -o '"pid":[0-9]*' "$tmp/t/trace.json" | sort -u |
-  grep -v -e '"pid":0$' -e '"pid":5$' -e '"pid":6$')"
+  grep -v -e '"pid":1$' -e '"pid":6$' -e '"pid":7$')"
+expect "trace: passes the trace checker" 0 python3 tests/traces/check_trace.py chrome \
+  "$tmp/t/trace.json"
 same "trace: kernels named" 1 "$(grep -q '"name":"qkv_projection","cat":"gemm"' "$tmp/t/trace.json" && echo 1)"
 same "trace: TP collectives" 1 "$(grep -q '"name":"tp all_reduce","cat":"collective"' "$tmp/t/trace.json" && echo 1)"
 same "trace: closes" "]}" "$(tail -1 "$tmp/t/trace.json")"
@@ -130,7 +159,7 @@ same "summary names the simulated ranks" 1 "$(grep -c '^8 of 16 ranks simulated'
 same "trace: the represented rank is labelled" 1 \
   "$(grep -c '"name":"rank 1 (GPU 1, as rank 0)"' "$tmp/t5.json")"
 same "trace: it has the representative's spans" \
-  "$(grep -c '"ph":"X".*"pid":0,' "$tmp/t5.json")" "$(grep -c '"ph":"X".*"pid":1,' "$tmp/t5.json")"
+  "$(grep -c '"ph":"X".*"pid":1,' "$tmp/t5.json")" "$(grep -c '"ph":"X".*"pid":2,' "$tmp/t5.json")"
 expect "trace ranks out of range" 2 "$prismsim" run "$tiny" --out "$tmp/t3" --trace "$tmp/t3.json" \
   --trace-ranks 0-16
 same "trace ranks message" "prismsim: error: --trace-ranks: rank 16 does not exist (ranks 0-15)" \
@@ -149,7 +178,9 @@ expect "varied run, one job" 0 "$prismsim" run "$tiny" --out "$tmp/v1" --runs 6 
 same "attribution in the text summary" 1 "$(grep -c '^  thermal  *adds to step p50' "$tmp/out")"
 expect "varied run, three jobs" 0 "$prismsim" run "$tiny" --out "$tmp/v3" --runs 6 --jobs 3 \
   --set variability=$variability --attribute --breakdown
-for file in summary.json runs.csv breakdown.csv; do
+same_but_command "varied summary.json is the same for any --jobs" "$tmp/v1/summary.json" \
+  "$tmp/v3/summary.json"
+for file in runs.csv breakdown.csv; do
   same "varied $file is byte-identical for any --jobs" "" "$(cmp "$tmp/v1/$file" "$tmp/v3/$file")"
 done
 same "steps differ under variation" 12 "$(tail -n +2 "$tmp/v1/runs.csv" | cut -d, -f4 | sort -u | wc -l)"

@@ -63,7 +63,21 @@ same "baseline and slowdown with variation" 1 "$(awk -v b="$(cell "$csv" 1 basel
 expect "cartesian, 1 job" 0 "$prismsim" sweep "$here/cartesian.yaml" --out "$tmp/c1" --jobs 1
 same "sweep.csv identical for any --jobs" "" "$(cmp "$tmp/c1/sweep.csv" "$tmp/c3/sweep.csv" 2>&1)"
 same "sweep.json identical for any --jobs" "" "$(cmp "$tmp/c1/sweep.json" "$tmp/c3/sweep.json" 2>&1)"
-same "points identical for any --jobs" "" "$(diff -r "$tmp/c1/points" "$tmp/c3/points" 2>&1)"
+same "points identical for any --jobs (but summary.json's command)" "" \
+  "$(diff -r -x summary.json "$tmp/c1/points" "$tmp/c3/points" 2>&1)"
+for p in 000 001 002 003; do
+  same_but_command "point $p summary.json identical for any --jobs" \
+    "$tmp/c1/points/$p/summary.json" "$tmp/c3/points/$p/summary.json"
+done
+same "a point's provenance: the sweep's command, the point's overrides" \
+  "[\"prismsim\", \"sweep\", \"$here/cartesian.yaml\", \"--out\", \"$tmp/c1\", \"--jobs\", \"1\"]" \
+  "$(json_get "$tmp/c1/points/000/summary.json" "d['provenance']['command']")"
+same "point 1's overrides: the sweep's set, then its grid values" \
+  '["simulation.runs=3", "variability=tests/cli/sweep/variability.yaml", "simulation.steps=1", "variability.slow_nodes.0.slowdown=2"]' \
+  "$(json_get "$tmp/c1/points/001/summary.json" "d['provenance']['overrides']")"
+same "point 1's inputs: the scenario's files and the sweep's variability file" \
+  '["workloads/scenarios/tiny-gpt-h100.yaml", "platforms/h100-ndr.yaml", "workloads/tiny-gpt.yaml", "tests/cli/sweep/variability.yaml"]' \
+  "$(json_get "$tmp/c1/points/001/summary.json" "[f['path'] for f in d['provenance']['inputs']]")"
 same "stdout identical but for the paths" "$(sed "s|$tmp/c3|OUT|g" "$tmp/c3.out")" \
   "$(sed "s|$tmp/c1|OUT|g" "$tmp/out")"
 if command -v python3 >/dev/null 2>&1; then
