@@ -14,6 +14,7 @@
 #include <fmt/format.h>
 
 #include "app/cli_errors.hpp"
+#include "app/output_directory.hpp"
 #include "app/training_study.hpp"
 #include "core/files.hpp"
 #include "montecarlo/replications.hpp"
@@ -94,8 +95,13 @@ std::unique_ptr<TraceRecorder> make_trace(const StudyOptions& options, const Sce
     if (ec || ::access(options.trace.c_str(), W_OK) != 0) {
       throw UsageError(fmt::format("cannot write to trace directory '{}'", options.trace));
     }
-  } else if (!std::ofstream(options.trace, std::ios::binary)) {
-    throw UsageError(fmt::format("cannot write trace file '{}'", options.trace));
+    remove_kineto_files(options.trace);  // an earlier trace may have had other ranks
+  } else {
+    try {
+      AtomicFile probe(options.trace);  // the file itself is written once run 0 ends
+    } catch (const std::runtime_error&) {
+      throw UsageError(fmt::format("cannot write trace file '{}'", options.trace));
+    }
   }
   return std::make_unique<TraceRecorder>(options.trace, std::move(ranks), options.trace_format,
                                          job, scenario.platform.gpus_per_node);
@@ -206,6 +212,59 @@ StudyOutcome run_study(const Scenario& scenario, const StudyOptions& options,
   write_file(out_dir / "summary.json", summary_json(results));
   write_file(out_dir / "runs.csv", runs_csv(results));
   return outcome;
+}
+
+SliceOutcome run_slice(const Scenario& scenario, const std::vector<int>& runs, bool baseline,
+                       int jobs, bool show_progress,
+                       const std::function<void(const SliceOutcome&)>& on_built,
+                       const std::function<void(const RunRecord&)>& on_record) {
+  check_memory(scenario);
+  Topology topology(scenario.platform);
+  const Job job = build_job(scenario, topology);
+  Simulation simulation(scenario, job, std::move(topology));
+  const VariationModel variation(scenario.variability, scenario, simulation.topology(), job);
+  SliceOutcome outcome;
+  outcome.collectives = simulation.collective_summary();
+  outcome.ranks_simulated = simulation.simulated_ranks();
+  outcome.varied = variation.active();
+  if (on_built) on_built(outcome);
+  const SimulationSpec& sim = scenario.simulation;
+  std::vector<Replication> phase;
+  for (int run : runs) phase.push_back({run, &variation, false, nullptr});
+  ProgressBar progress;
+  std::vector<RunRecord> records =
+      run_replications(simulation, phase, sim.seed, std::max(1, jobs), &outcome.stop_signal,
+                       [&](int done, int total) {
+                         if (show_progress) progress.update(done, total);
+                       },
+                       on_record);
+  progress.finish();
+  for (RunRecord& record : records) {
+    // Cut short by the signal, a run is simulated again when the shard resumes.
+    if (outcome.stop_signal == 0 || record.ok) outcome.runs.push_back(std::move(record));
+  }
+  if (baseline && outcome.varied && outcome.stop_signal == 0) {
+    const auto base = run_replications(simulation, replications(1, nullptr), sim.seed, 1,
+                                       &outcome.stop_signal);
+    if (!base.empty() && base.front().ok && outcome.stop_signal == 0) {
+      const auto [step, job_time] = summarize_runs(base, sim.steps);
+      outcome.baseline = StudyResults::Baseline{step.mean, job_time.mean};
+    }
+  }
+  return outcome;
+}
+
+StudyResults assemble_results(const Scenario& scenario, const SliceOutcome& gathered,
+                              const std::string& compare_to, const std::vector<double>& measured) {
+  // As run_study gathers them.
+  StudyResults results =
+      gather_results(scenario, gathered.collectives, gathered.ranks_simulated, gathered.runs);
+  if (!measured.empty()) compare_to_measured(results, compare_to, measured);
+  if (gathered.varied) {
+    results.sources = scenario.variability.sources();
+    results.baseline = gathered.baseline;
+  }
+  return results;
 }
 
 }  // namespace prismsim

@@ -2,6 +2,8 @@
 
 #include <chrono>
 #include <filesystem>
+#include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -69,6 +71,31 @@ struct StudyOutcome {
 /// written.
 StudyOutcome run_study(const Scenario& scenario, const StudyOptions& options,
                        const std::filesystem::path& out_dir);
+
+/// What a slice of a study's runs produced (a shard's part, app/shard.hpp).
+struct SliceOutcome {
+  std::string collectives;  ///< as StudyResults::collectives
+  int ranks_simulated = 0;
+  bool varied = false;      ///< the scenario has variation (the study reports a baseline)
+  std::vector<RunRecord> runs;  ///< in the order asked; when stopped, only the finished ones
+  std::optional<StudyResults::Baseline> baseline;  ///< when asked for and `varied`
+  int stop_signal = 0;      ///< a stop signal ended the slice early, or 0
+};
+
+/// Simulates runs `runs` of `scenario` (same seeds as in the whole study) and, with `baseline`,
+/// the no-variation run that run_study reports; writes nothing. Builds the SimGrid engine: at
+/// most once per process. Throws InputError when the scenario does not fit in memory.
+/// `on_built` gets the outcome's description (collectives, ranks, variation) before any run,
+/// `on_record` each finished run as it comes (a sweep point's process streams them).
+SliceOutcome run_slice(const Scenario& scenario, const std::vector<int>& runs, bool baseline,
+                       int jobs, bool show_progress,
+                       const std::function<void(const SliceOutcome&)>& on_built = {},
+                       const std::function<void(const RunRecord&)>& on_record = {});
+
+/// The results run_study reports for the runs of a whole study gathered from slices: `runs` in
+/// run order, with the collectives, simulated ranks, variation and baseline of the slices.
+StudyResults assemble_results(const Scenario& scenario, const SliceOutcome& gathered,
+                              const std::string& compare_to, const std::vector<double>& measured);
 
 /// Checks the --runs, --seed and --jobs that `vm` holds (parsed into `runs`, `seed`, `jobs`, as
 /// `run` and `sweep` take them) and appends --runs and --seed to `overrides` as

@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include "core/files.hpp"
 #include "core/json.hpp"
 
 namespace prismsim {
@@ -143,7 +144,8 @@ void TraceRecorder::on_run_end() {
 using Layout = JsonWriter::Layout;
 
 void TraceRecorder::write_chrome(const TraceLayout& layout) const {
-  std::ofstream out(path_, std::ios::binary);
+  AtomicFile file(path_);  // whole or not at all
+  std::ostream& out = file.stream();
   JsonWriter j;
   j.begin_object(Layout::compact).member("displayTimeUnit", "ms").key("traceEvents");
   j.begin_array(Layout::rows);
@@ -173,8 +175,7 @@ void TraceRecorder::write_chrome(const TraceLayout& layout) const {
   j.end().end();
   j.flush(out);
   out << "\n";
-  out.close();
-  if (!out) throw std::runtime_error(fmt::format("cannot write trace '{}'", path_));
+  file.commit();
 }
 
 namespace {
@@ -239,7 +240,8 @@ void TraceRecorder::write_kineto(const TraceLayout& layout) const {
     const std::string file =
         (std::filesystem::path(path_) / fmt::format("rank{}.pt.trace.json", rank)).string();
     const int device = layout.device_of_rank.at(static_cast<size_t>(rank));
-    std::ofstream out(file, std::ios::binary);
+    AtomicFile atomic(file);  // whole or not at all
+    std::ostream& out = atomic.stream();
     JsonWriter j;
     j.begin_object(Layout::compact).member("schemaVersion", 1).key("distributedInfo");
     j.begin_object(Layout::compact).member("backend", "nccl").member("rank", rank);
@@ -266,8 +268,7 @@ void TraceRecorder::write_kineto(const TraceLayout& layout) const {
     j.end().end();
     j.flush(out);
     out << "\n";
-    out.close();
-    if (!out) throw std::runtime_error(fmt::format("cannot write trace '{}'", file));
+    atomic.commit();
   }
 }
 
