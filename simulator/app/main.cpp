@@ -273,7 +273,7 @@ Options parse_command_line(int argc, char** argv, bool* handled) {
        "write breakdown.csv: where each rank's time went in the slowest and the median run")
       ("shard", po::value(&options.shard),
        "K/N: simulate only the K-th of N slices of the runs and write DIR/partial-result.txt "
-       "for prismsim merge (docs/slurm.md)");
+       "for prismsim merge (README: Running a study on Slurm)");
   po::options_description hidden;
   hidden.add_options()("command", po::value(&options.command))(
       "scenario", po::value(&options.scenario));

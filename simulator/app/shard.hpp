@@ -43,7 +43,7 @@ struct PartialPoint {
 
 /// A shard's partial result: which study, which slice, and its finished runs. Written
 /// atomically as DIR/partial-result.txt (a tab-separated text file that names each field, see
-/// docs/slurm.md); `prismsim merge` reads every shard's and writes the outputs of the whole study.
+/// docs/sweeps.md, "Shards"); `prismsim merge` reads every shard's and writes the outputs of the whole study.
 struct PartialResult {
   std::string kind;          ///< "run" or "sweep"
   std::string version;       ///< of prismsim

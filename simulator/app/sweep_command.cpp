@@ -744,7 +744,7 @@ SweepOptions parse_options(int argc, char** argv, bool* help) {
        "grid's values, e.g. --set simulation.steps=4")
       ("shard", po::value(&options.shard),
        "K/N: simulate only the K-th of N slices of the (point, run) pairs and write "
-       "DIR/partial-result.txt for prismsim merge (docs/slurm.md)");
+       "DIR/partial-result.txt for prismsim merge (README: Running a study on Slurm)");
   po::options_description hidden;
   hidden.add_options()("file", po::value(&options.file));
   po::options_description all;

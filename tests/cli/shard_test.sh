@@ -148,6 +148,32 @@ for file in summary.json runs.csv; do
   same "resumed: merged $file is the unsharded one" "" "$(cmp "$tmp/lfull/$file" "$tmp/lm/$file" 2>&1)"
 done
 
+# The same for a sweep's shard: each point's process streams its finished runs back.
+swlong=(--set simulation.runs=30)
+expect "unsharded sweep of 4 x 30" 0 "$prismsim" sweep "$sweep" --out "$tmp/swlfull" "${swlong[@]}" --jobs 2
+expect "sweep shard 2/2" 0 "$prismsim" sweep "$sweep" --out "$tmp/swl/2" "${swlong[@]}" --shard 2/2 --jobs 2
+"$prismsim" sweep "$sweep" --out "$tmp/swl/1" "${swlong[@]}" --shard 1/2 --jobs 2 >"$tmp/out" 2>"$tmp/err" &
+pid=$!
+point=""
+for _ in $(seq 600); do
+  point=$(children_of "$pid" | head -1)
+  [ -n "$point" ] && break
+  sleep 0.1
+done
+first_child_done "$point"
+kill -TERM "$pid"
+wait "$pid"
+same "stopped sweep shard: exit 143" 143 "$?"
+same "stopped sweep shard: no process left" "" "$(processes_of "$tmp/swl/1")"
+kept=$(grep -c "^run$(printf '\t')" "$tmp/swl/1/partial-result.txt")
+same "stopped sweep shard: some runs kept, not all" 1 "$(awk -v k="$kept" 'BEGIN { print (k >= 1 && k < 60) }')"
+expect "resumed sweep shard" 0 "$prismsim" sweep "$sweep" --out "$tmp/swl/1" "${swlong[@]}" --shard 1/2 --jobs 2
+same "resumed sweep shard: from the kept runs" 1 "$(grep -c "^shard 1/2: 60 of the 60 (point, run) pairs 0-59 finished ($kept from the earlier try)" "$tmp/out")"
+expect "merge the resumed sweep" 0 "$prismsim" merge "$tmp/swl/1" "$tmp/swl/2" --out "$tmp/swlm"
+for file in sweep.csv sweep.json points/000/runs.csv points/001/summary.json; do
+  same "resumed sweep: merged $file is the unsharded one" "" "$(cmp "$tmp/swlfull/$file" "$tmp/swlm/$file" 2>&1)"
+done
+
 # --- prismsim slurm: the scripts, submitted through a stand-in sbatch that records its calls.
 cat >"$tmp/sbatch" <<'EOF'
 #!/bin/bash
