@@ -102,6 +102,7 @@ int run_shard(const Options& options) {
   const RunStudyInputs in =
       load_run_inputs(options.scenario, options.overrides, options.deadlines, options.compare_to);
   const Scenario& scenario = in.scenario;
+  warn_uncalibrated(scenario);
   if (scenario.train.active()) {
     throw UsageError("--shard does not take a scenario with simulation.train (the whole run needs "
                      "every run's step times in one process): run it unsharded");
@@ -180,16 +181,7 @@ int run_command(const Options& options) {
   if (!options.shard.empty()) return run_shard(options);
   Scenario scenario = load_scenario(options.scenario, options.overrides);
   warn_uncalibrated(scenario);
-  for (const std::string& text : options.deadlines) {
-    std::string error;
-    const auto deadline = units::parse_deadline(text, &error);
-    if (!deadline) throw UsageError(fmt::format("--deadline '{}': {}", text, error));
-    if (deadline->multiple > 0) {
-      scenario.simulation.relative_deadlines.push_back(deadline->multiple);
-    } else {
-      scenario.simulation.deadlines_s.push_back(deadline->seconds);
-    }
-  }
+  apply_deadlines(scenario, options.deadlines);
   if (options.attribute && scenario.variability.empty()) {
     throw UsageError("--attribute needs a scenario with a 'variability' section");
   }

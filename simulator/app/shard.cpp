@@ -505,15 +505,7 @@ RunStudyInputs load_run_inputs(const std::string& path, const std::vector<std::s
   RunStudyInputs in;
   ReadFileLog log;
   in.scenario = load_scenario(path, overrides);
-  for (const std::string& text : deadlines) {
-    std::string error;
-    const auto deadline = units::parse_duration(text, &error);
-    if (!deadline || *deadline <= 0) {
-      throw UsageError(fmt::format("--deadline '{}': {}", text,
-                                   error.empty() ? "must be a positive duration" : error));
-    }
-    in.scenario.simulation.deadlines_s.push_back(*deadline);
-  }
+  apply_deadlines(in.scenario, deadlines);
   std::vector<std::string> options = overrides;
   for (const std::string& d : deadlines) options.push_back("--deadline=" + d);
   std::vector<std::pair<std::string, std::string>> files = log.files();

@@ -17,6 +17,7 @@
 #include "app/output_directory.hpp"
 #include "app/training_study.hpp"
 #include "core/files.hpp"
+#include "core/units.hpp"
 #include "montecarlo/replications.hpp"
 #include "runtime/simulation.hpp"
 #include "runtime/trace.hpp"
@@ -56,6 +57,19 @@ std::string signal_name(int signal) {
     case SIGTERM: return "SIGTERM";
     case SIGHUP: return "SIGHUP";
     default: return fmt::format("signal {}", signal);
+  }
+}
+
+void apply_deadlines(Scenario& scenario, const std::vector<std::string>& deadlines) {
+  for (const std::string& text : deadlines) {
+    std::string error;
+    const auto deadline = units::parse_deadline(text, &error);
+    if (!deadline) throw UsageError(fmt::format("--deadline '{}': {}", text, error));
+    if (deadline->multiple > 0) {
+      scenario.simulation.relative_deadlines.push_back(deadline->multiple);
+    } else {
+      scenario.simulation.deadlines_s.push_back(deadline->seconds);
+    }
   }
 }
 
@@ -260,9 +274,13 @@ StudyResults assemble_results(const Scenario& scenario, const SliceOutcome& gath
   StudyResults results =
       gather_results(scenario, gathered.collectives, gathered.ranks_simulated, gathered.runs);
   if (!measured.empty()) compare_to_measured(results, compare_to, measured);
+  if (!gathered.varied && results.job_time.count > 0) {
+    add_relative_deadlines(results, results.job_time.mean);
+  }
   if (gathered.varied) {
     results.sources = scenario.variability.sources();
     results.baseline = gathered.baseline;
+    if (results.baseline) add_relative_deadlines(results, results.baseline->job_time_s);
   }
   return results;
 }

@@ -97,6 +97,10 @@ SliceOutcome run_slice(const Scenario& scenario, const std::vector<int>& runs, b
 StudyResults assemble_results(const Scenario& scenario, const SliceOutcome& gathered,
                               const std::string& compare_to, const std::vector<double>& measured);
 
+/// Adds `run --deadline` values (durations, or multiples of the deterministic job time: "1.1x")
+/// to the scenario's deadlines; throws UsageError naming a bad one.
+void apply_deadlines(Scenario& scenario, const std::vector<std::string>& deadlines);
+
 /// Checks the --runs, --seed and --jobs that `vm` holds (parsed into `runs`, `seed`, `jobs`, as
 /// `run` and `sweep` take them) and appends --runs and --seed to `overrides` as
 /// simulation.runs / simulation.seed. Throws UsageError.

@@ -41,7 +41,7 @@ same "points of the earlier sweep are gone" "$(json_get "$tmp/sw/sweep.json" "d[
 # --- Shards of a run (with variation: the baseline too, deadlines, a comparison) merge into the
 # unsharded bytes, for any N, also N above the number of runs (empty shards).
 printf 'run,step_time_s\n0,0.020\n1,0.022\n2,0.025\n' >"$tmp/measured.csv"
-common=(--runs 7 --set variability=$variability --deadline 100ms --compare-to "$tmp/measured.csv")
+common=(--runs 7 --set variability=$variability --deadline 100ms --deadline 1.05x --compare-to "$tmp/measured.csv")
 expect "unsharded run" 0 "$prismsim" run "$tiny" --out "$tmp/full" "${common[@]}" --jobs 2
 for n in 3 9; do
   dirs=()
