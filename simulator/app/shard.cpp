@@ -820,17 +820,19 @@ int slurm_command(int argc, char** argv) {
   array += "#SBATCH --signal=B:TERM@120\n";
   array += fmt::format(
       "# prismsim slurm: shard $SLURM_ARRAY_TASK_ID of {} of {} ({}), study {}.\n"
-      "# A shard whose partial result is complete is not run again; an interrupted one resumes.\n"
+      "# A shard whose partial result of this study is complete is not run again; an\n"
+      "# interrupted one resumes.\n"
       "set -u\n"
       "k=$SLURM_ARRAY_TASK_ID\n"
       "dir={}/$k\n"
-      "if grep -qx \"$(printf 'complete\\t1')\" \"$dir/{}\" 2>/dev/null; then\n"
+      "if grep -qx \"$(printf 'study\\t{}')\" \"$dir/{}\" 2>/dev/null &&\n"
+      "   grep -qx \"$(printf 'complete\\t1')\" \"$dir/{}\"; then\n"
       "  echo \"prismsim: shard $k/{} is already complete in $dir\"\n"
       "  exit 0\n"
       "fi\n"
       "exec {} {} {} --shard \"$k/{}\" --out \"$dir\" --jobs {}\n",
-      shards, input, sweep ? "sweep" : "run", fingerprint, shell_quoted(shards_dir),
-      kPartialResultFile, shards, shell_quoted(exe), sweep ? "sweep" : "run", args, shards, cpus);
+      shards, input, sweep ? "sweep" : "run", fingerprint, shell_quoted(shards_dir), fingerprint,
+      kPartialResultFile, kPartialResultFile, shards, shell_quoted(exe), sweep ? "sweep" : "run", args, shards, cpus);
   std::string merge = header(job + "-merge");
   merge += fmt::format("#SBATCH --output={}/merge.out\n#SBATCH --open-mode=append\n", logs);
   merge += fmt::format(

@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -115,7 +116,7 @@ ReadFileLog::ReadFileLog() { active_read_log = this; }
 ReadFileLog::~ReadFileLog() { active_read_log = nullptr; }
 
 AtomicFile::AtomicFile(std::filesystem::path path) : path_(std::move(path)) {
-  static int counter = 0;  // several files of one process may share a name's directory
+  static std::atomic<int> counter{0};  // several files of one process may share a directory
   temporary_ = path_.parent_path() /
                fmt::format(".{}.tmp-{}-{}", path_.filename().string(), ::getpid(), counter++);
   out_.open(temporary_, std::ios::binary | std::ios::trunc);

@@ -93,7 +93,7 @@ same "missing shard message" "prismsim merge: error: 1 of 3 shards missing: 2/3 
   "$(head -1 "$tmp/err")"
 expect "duplicate shard" 2 "$prismsim" merge "$r/1" "$r/2" "$r/2/partial-result.txt" "$r/3" --out "$tmp/mx"
 same "duplicate shard message" \
-  "$r/2/partial-result.txt:15:1: error: shard 2/3 is given twice: here and in '$r/2/partial-result.txt'" \
+  "$r/2/partial-result.txt:$(grep -n '^shard' "$r/2/partial-result.txt" | cut -d: -f1):1: error: shard 2/3 is given twice: here and in '$r/2/partial-result.txt'" \
   "$(head -1 "$tmp/err")"
 expect "other seed" 0 "$prismsim" run "$tiny" --out "$tmp/seed/2" "${common[@]}" --seed 8 --shard 2/3
 expect "shards of two seeds" 2 "$prismsim" merge "$r/1" "$tmp/seed/2" "$r/3" --out "$tmp/mx"
@@ -214,6 +214,10 @@ rm "$tmp/sbatch.calls"
 expect "slurm: every shard complete" 0 "$prismsim" slurm "$tiny" --shards 3 --runs 7 \
   --set variability=$variability --out "$tmp/st" --submit --sbatch "$tmp/sbatch"
 same "only the merge is submitted" "--parsable $tmp/st/slurm/merge.sbatch" "$(cat "$tmp/sbatch.calls")"
+cp "$tmp/r3/2/partial-result.txt" "$tmp/st/shards/2/"  # complete, but of another study
+SLURM_ARRAY_TASK_ID=2 bash "$array" >"$tmp/out" 2>&1
+same "the array script runs a shard whose complete result is of another study" 1 \
+  "$(grep -c '^shard 2/3: runs 2-3 of 7: 2 finished; wrote' "$tmp/out")"
 expect "slurm: a sweep" 0 "$prismsim" slurm "$sweep" --shards 4 --out "$tmp/sts"
 same "slurm: sweep shards run prismsim sweep" 1 "$(grep -c "sweep 'tests/cli/sweep/cartesian.yaml' --shard" "$tmp/sts/slurm/shards.sbatch")"
 expect "slurm: no --shards" 2 "$prismsim" slurm "$tiny" --out "$tmp/sx"
