@@ -13,6 +13,7 @@
 
 #include "app/cli_errors.hpp"
 #include "collectives/cost_model.hpp"
+#include "core/files.hpp"
 #include "config/scenario_loader.hpp"
 #include "runtime/collective_sweep.hpp"
 #include "stats/nccl_table.hpp"
@@ -175,10 +176,11 @@ int collective_command(int argc, char** argv) {
   table.algorithm_column = algorithm_column;
   std::cout << nccl_table(table, rows);
   if (!csv_path.empty()) {
-    std::ofstream csv(csv_path, std::ios::binary);
-    csv << nccl_csv(*op, gpus, rows);
-    csv.close();
-    if (!csv) throw UsageError(fmt::format("cannot write '{}'", csv_path));
+    try {
+      write_file(csv_path, nccl_csv(*op, gpus, rows));
+    } catch (const std::runtime_error& e) {
+      throw UsageError(e.what());
+    }
   }
   return 0;
 }

@@ -2,6 +2,7 @@
 
 #include <filesystem>
 #include <iostream>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -12,6 +13,8 @@
 #include "app/calibrate_command.hpp"
 #include "app/cli_errors.hpp"
 #include "app/collective_command.hpp"
+#include "app/output_directory.hpp"
+#include "app/shard.hpp"
 #include "app/study.hpp"
 #include "app/sweep_command.hpp"
 #include "config/scenario_loader.hpp"
@@ -32,10 +35,13 @@ const char* const kUsage =
     "usage: prismsim run SCENARIO.yaml [--out DIR] [--runs N] [--seed S] [--jobs J]\n"
     "                    [--set PATH=VALUE]... [--deadline DEADLINE]... [--compare-to FILE]\n"
     "                    [--trace PATH [--trace-ranks 0-7,64] [--trace-format chrome|kineto]]\n"
-    "                    [--attribute] [--breakdown]\n"
+    "                    [--attribute] [--breakdown] [--shard K/N]\n"
     "       prismsim check SCENARIO.yaml [--set PATH=VALUE]...\n"
     "       prismsim sweep SWEEP.yaml [--out DIR] [--jobs J] [--runs N] [--seed S]\n"
-    "                    [--set PATH=VALUE]...  (one scenario over a grid; prismsim sweep --help)\n"
+    "                    [--set PATH=VALUE]... [--shard K/N]  (one scenario over a grid)\n"
+    "       prismsim merge DIR... [--out OUT]  (the shards of a study into its outputs)\n"
+    "       prismsim slurm SCENARIO|SWEEP --shards N [options]  (a Slurm job array and merge;\n"
+    "                    prismsim slurm --help)\n"
     "       prismsim calibrate INPUT... [--out FILE.yaml] [options]\n"
     "                    (fit a variability section to traces; prismsim calibrate --help)\n"
     "       prismsim collective --platform PLATFORM.yaml --op OP --gpus N [options]\n"
@@ -56,6 +62,7 @@ struct Options {
   bool attribute = false;    ///< rerun without each source of variation
   bool breakdown = false;    ///< per-rank breakdown of the slowest and median runs
   std::vector<std::string> command_line;  ///< the whole command line, for provenance
+  std::string shard;         ///< --shard K/N, or empty
 };
 
 /// What the scenario's predictions rest on, on stderr: a line per uncalibrated part.
@@ -85,19 +92,98 @@ int run_check(const Options& options) {
   return kExitOk;
 }
 
-int run_command(const Options& options) {
-  Scenario scenario = load_scenario(options.scenario, options.overrides);
+/// `prismsim run --shard K/N`: the shard's runs into DIR/partial-result.txt, resuming from the
+/// finished runs of an earlier, interrupted try.
+int run_shard(const Options& options) {
+  const ShardSpec shard = parse_shard(options.shard);
+  if (!options.trace.empty() || options.breakdown || options.attribute) {
+    throw UsageError("--shard does not take --trace, --breakdown or --attribute (they need every "
+                     "run of the study in one process): run them unsharded");
+  }
+  const RunStudyInputs in =
+      load_run_inputs(options.scenario, options.overrides, options.deadlines, options.compare_to);
+  const Scenario& scenario = in.scenario;
   warn_uncalibrated(scenario);
-  for (const std::string& text : options.deadlines) {
-    std::string error;
-    const auto deadline = units::parse_deadline(text, &error);
-    if (!deadline) throw UsageError(fmt::format("--deadline '{}': {}", text, error));
-    if (deadline->multiple > 0) {
-      scenario.simulation.relative_deadlines.push_back(deadline->multiple);
-    } else {
-      scenario.simulation.deadlines_s.push_back(deadline->seconds);
+  if (scenario.train.active()) {
+    throw UsageError("--shard does not take a scenario with simulation.train (the whole run needs "
+                     "every run's step times in one process): run it unsharded");
+  }
+  const SimulationSpec& sim = scenario.simulation;
+  PartialResult partial = partial_identity("run", options.scenario, options.overrides, sim.seed,
+                                           sim.runs, 1, shard, in.fingerprint);
+  partial.deadlines = options.deadlines;
+  partial.compare_to = options.compare_to;
+  partial.command = options.command_line;
+  const std::filesystem::path out_dir(options.out);
+  std::error_code ec;
+  std::filesystem::create_directories(out_dir, ec);
+  if (ec || ::access(out_dir.c_str(), W_OK) != 0) {
+    throw UsageError(fmt::format("cannot write to output directory '{}'", options.out));
+  }
+  const std::optional<PartialResult> earlier = resumable_partial(out_dir, partial);
+  const std::string path = (out_dir / kPartialResultFile).string();
+  if (earlier && earlier->complete) {
+    std::cout << fmt::format("shard {}: already complete in {}; nothing to do\n", shard.str(),
+                             path);
+    return kExitOk;
+  }
+  clear_previous_outputs(out_dir);  // never a mix of two studies (app/output_directory.hpp)
+  PartialPoint done;
+  if (earlier && earlier->point_results.count(0)) done = earlier->point_results.at(0);
+  std::set<int> finished;
+  for (const RunRecord& run : done.runs) finished.insert(run.run);
+  std::vector<int> todo;
+  for (int64_t run = partial.first; run < partial.end; ++run) {
+    if (!finished.count(static_cast<int>(run))) todo.push_back(static_cast<int>(run));
+  }
+  const bool baseline = partial.first == 0 && partial.end > 0 && !done.baseline;
+  int stop_signal = 0;
+  if (!todo.empty() || (baseline && (done.varied || done.runs.empty()))) {
+    const int jobs = options.jobs > 0
+                         ? options.jobs
+                         : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    SliceOutcome slice = run_slice(scenario, todo, baseline, jobs, true);
+    stop_signal = slice.stop_signal;
+    done.collectives = slice.collectives;
+    done.ranks_simulated = slice.ranks_simulated;
+    done.varied = slice.varied;
+    if (slice.baseline) done.baseline = slice.baseline;
+    for (RunRecord& run : slice.runs) done.runs.push_back(std::move(run));
+    std::sort(done.runs.begin(), done.runs.end(),
+              [](const RunRecord& x, const RunRecord& y) { return x.run < y.run; });
+  }
+  const int recorded = static_cast<int>(done.runs.size());
+  if (partial.end > partial.first) partial.point_results[0] = std::move(done);
+  partial.complete = stop_signal == 0;
+  write_partial(out_dir, partial);
+  std::cout << fmt::format("shard {}: runs {}-{} of {}: {} finished{}; wrote {}\n", shard.str(),
+                           partial.first, partial.end - 1, sim.runs, recorded,
+                           earlier ? fmt::format(" ({} from the earlier try)", finished.size())
+                                   : "",
+                           path);
+  if (stop_signal != 0) {
+    std::cerr << fmt::format("prismsim: interrupted by {}: shard {} kept its {} finished runs; "
+                             "run it again to finish it\n",
+                             signal_name(stop_signal), shard.str(), recorded);
+    return exit_status_for_signal(stop_signal);
+  }
+  int status = kExitOk;
+  if (partial.point_results.count(0)) {
+    for (const auto& run : partial.point_results.at(0).runs) {
+      if (!run.ok) {
+        std::cerr << "prismsim: error: " << run.error << "\n";
+        status = kExitRunFailed;
+      }
     }
   }
+  return status;
+}
+
+int run_command(const Options& options) {
+  if (!options.shard.empty()) return run_shard(options);
+  Scenario scenario = load_scenario(options.scenario, options.overrides);
+  warn_uncalibrated(scenario);
+  apply_deadlines(scenario, options.deadlines);
   if (options.attribute && scenario.variability.empty()) {
     throw UsageError("--attribute needs a scenario with a 'variability' section");
   }
@@ -113,6 +199,7 @@ int run_command(const Options& options) {
   if (ec || ::access(out_dir.c_str(), W_OK) != 0) {
     throw UsageError(fmt::format("cannot write to output directory '{}'", options.out));
   }
+  clear_previous_outputs(out_dir);  // never a mix of two studies (app/output_directory.hpp)
   study.jobs = options.jobs > 0
                    ? options.jobs
                    : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
@@ -125,6 +212,9 @@ int run_command(const Options& options) {
 
   const StudyOutcome outcome = run_study(scenario, study, out_dir);
   const StudyResults& results = outcome.results;
+  std::vector<std::string> written = outcome.written;
+  if (!options.trace.empty()) written.push_back(options.trace);
+  record_outputs(out_dir, written);
   std::cout << summary_text(results) << fmt::format("wrote {}\n", fmt::join(outcome.written, ", "));
   if (outcome.stop_signal != 0) {
     int finished = 0;
@@ -175,7 +265,10 @@ Options parse_command_line(int argc, char** argv, bool* handled) {
        "rerun the runs without each source of variation (same seeds) and report what each adds "
        "to p50, p95 and p99")
       ("breakdown", po::bool_switch(&options.breakdown),
-       "write breakdown.csv: where each rank's time went in the slowest and the median run");
+       "write breakdown.csv: where each rank's time went in the slowest and the median run")
+      ("shard", po::value(&options.shard),
+       "K/N: simulate only the K-th of N slices of the runs and write DIR/partial-result.txt "
+       "for prismsim merge (README: Running a study on Slurm)");
   po::options_description hidden;
   hidden.add_options()("command", po::value(&options.command))(
       "scenario", po::value(&options.scenario));
@@ -216,19 +309,38 @@ Options parse_command_line(int argc, char** argv, bool* handled) {
 
 }  // namespace
 
+/// What provenance records of a run's or check's command line (see provenance_command).
+std::vector<std::string> canonical_command_line(const Options& o) {
+  std::vector<std::string> words = provenance_command(o.command, o.scenario, o.overrides);
+  auto add = [&](const char* option, const std::string& value) {
+    words.push_back(option);
+    if (!value.empty()) words.push_back(value);
+  };
+  for (const std::string& d : o.deadlines) add("--deadline", d);
+  if (!o.compare_to.empty()) add("--compare-to", o.compare_to);
+  if (o.attribute) add("--attribute", "");
+  if (o.breakdown) add("--breakdown", "");
+  if (!o.trace.empty()) {
+    add("--trace", o.trace);
+    add("--trace-format", o.trace_format);
+    if (!o.trace_ranks.empty()) add("--trace-ranks", o.trace_ranks);
+  }
+  return words;
+}
+
 int main(int argc, char** argv) {
   try {
     if (argc >= 2 && std::string(argv[1]) == "collective") return collective_command(argc - 1, argv + 1);
-    if (argc >= 2 && std::string(argv[1]) == "sweep") {
-      return sweep_command(argc - 1, argv + 1, provenance_command(argc, argv));
-    }
+    if (argc >= 2 && std::string(argv[1]) == "sweep") return sweep_command(argc - 1, argv + 1);
+    if (argc >= 2 && std::string(argv[1]) == "merge") return merge_command(argc - 1, argv + 1);
+    if (argc >= 2 && std::string(argv[1]) == "slurm") return slurm_command(argc - 1, argv + 1);
     if (argc >= 2 && std::string(argv[1]) == "calibrate") {
       return calibrate_command(argc - 1, argv + 1);
     }
     bool handled = false;
     Options options = parse_command_line(argc, argv, &handled);
     if (handled) return kExitOk;
-    options.command_line = provenance_command(argc, argv);
+    options.command_line = canonical_command_line(options);
     return options.command == "check" ? run_check(options) : run_command(options);
   } catch (const InputError& e) {
     for (const auto& d : e.diagnostics()) std::cerr << d.str() << "\n";

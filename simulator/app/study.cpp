@@ -15,9 +15,11 @@
 #include <fmt/format.h>
 
 #include "app/cli_errors.hpp"
+#include "app/output_directory.hpp"
 #include "app/training_study.hpp"
 #include "core/files.hpp"
 #include "core/sha256.hpp"
+#include "core/units.hpp"
 #include "montecarlo/replications.hpp"
 #include "runtime/simulation.hpp"
 #include "runtime/trace.hpp"
@@ -60,6 +62,19 @@ std::string signal_name(int signal) {
   }
 }
 
+void apply_deadlines(Scenario& scenario, const std::vector<std::string>& deadlines) {
+  for (const std::string& text : deadlines) {
+    std::string error;
+    const auto deadline = units::parse_deadline(text, &error);
+    if (!deadline) throw UsageError(fmt::format("--deadline '{}': {}", text, error));
+    if (deadline->multiple > 0) {
+      scenario.simulation.relative_deadlines.push_back(deadline->multiple);
+    } else {
+      scenario.simulation.deadlines_s.push_back(deadline->seconds);
+    }
+  }
+}
+
 void apply_run_options(const boost::program_options::variables_map& vm, int runs, long long seed,
                        int jobs, std::vector<std::string>& overrides) {
   if (vm.count("runs")) {
@@ -75,12 +90,14 @@ void apply_run_options(const boost::program_options::variables_map& vm, int runs
   }
 }
 
-std::vector<std::string> provenance_command(int argc, char** argv) {
-  std::vector<std::string> command;
-  for (int i = 0; i < argc; ++i) {
-    command.emplace_back(i == 0 ? std::filesystem::path(argv[0]).filename().string() : argv[i]);
+std::vector<std::string> provenance_command(const std::string& command, const std::string& input,
+                                            const std::vector<std::string>& overrides) {
+  std::vector<std::string> words = {"prismsim", command, input};
+  for (const std::string& o : overrides) {
+    words.push_back("--set");
+    words.push_back(o);
   }
-  return command;
+  return words;
 }
 
 namespace {
@@ -104,8 +121,13 @@ std::unique_ptr<TraceRecorder> make_trace(const StudyOptions& options, const Sce
     if (ec || ::access(options.trace.c_str(), W_OK) != 0) {
       throw UsageError(fmt::format("cannot write to trace directory '{}'", options.trace));
     }
-  } else if (!std::ofstream(options.trace, std::ios::binary)) {
-    throw UsageError(fmt::format("cannot write trace file '{}'", options.trace));
+    remove_kineto_files(options.trace);  // an earlier trace may have had other ranks
+  } else {
+    try {
+      AtomicFile probe(options.trace);  // the file itself is written once run 0 ends
+    } catch (const std::runtime_error&) {
+      throw UsageError(fmt::format("cannot write trace file '{}'", options.trace));
+    }
   }
   return std::make_unique<TraceRecorder>(
       options.trace, std::move(ranks), options.trace_format, job, scenario.platform.gpus_per_node,
@@ -235,6 +257,68 @@ StudyOutcome run_study(const Scenario& scenario, const StudyOptions& options,
   write_file(out_dir / "summary.json", summary_json(results));
   write_file(out_dir / "runs.csv", runs_csv(results));
   return outcome;
+}
+
+SliceOutcome run_slice(const Scenario& scenario, const std::vector<int>& runs, bool baseline,
+                       int jobs, bool show_progress,
+                       const std::function<void(const SliceOutcome&)>& on_built,
+                       const std::function<void(const RunRecord&)>& on_record) {
+  check_memory(scenario);
+  Topology topology(scenario.platform);
+  const Job job = build_job(scenario, topology);
+  Simulation simulation(scenario, job, std::move(topology));
+  const VariationModel variation(scenario.variability, scenario, simulation.topology(), job);
+  SliceOutcome outcome;
+  outcome.collectives = simulation.collective_summary();
+  outcome.ranks_simulated = simulation.simulated_ranks();
+  outcome.varied = variation.active();
+  if (on_built) on_built(outcome);
+  const SimulationSpec& sim = scenario.simulation;
+  std::vector<Replication> phase;
+  for (int run : runs) phase.push_back({run, &variation, false, nullptr});
+  ProgressBar progress;
+  std::vector<RunRecord> records =
+      run_replications(simulation, phase, sim.seed, std::max(1, jobs), &outcome.stop_signal,
+                       [&](int done, int total) {
+                         if (show_progress) progress.update(done, total);
+                       },
+                       on_record);
+  progress.finish();
+  for (RunRecord& record : records) {
+    // Cut short by the signal, a run is simulated again when the shard resumes.
+    if (outcome.stop_signal == 0 || record.ok) outcome.runs.push_back(std::move(record));
+  }
+  if (baseline && outcome.varied && outcome.stop_signal == 0) {
+    const auto base = run_replications(simulation, replications(1, nullptr), sim.seed, 1,
+                                       &outcome.stop_signal);
+    if (!base.empty() && base.front().ok && outcome.stop_signal == 0) {
+      const auto [step, job_time] = summarize_runs(base, sim.steps);
+      outcome.baseline = StudyResults::Baseline{step.mean, job_time.mean};
+    }
+  }
+  return outcome;
+}
+
+StudyResults assemble_results(const Scenario& scenario, const SliceOutcome& gathered,
+                              const std::string& compare_to, const std::vector<double>& measured,
+                              const std::vector<std::string>& command) {
+  // As run_study gathers them.
+  StudyResults results =
+      gather_results(scenario, gathered.collectives, gathered.ranks_simulated, gathered.runs);
+  StudyOptions options;
+  options.command = command;
+  options.compare_to = compare_to;
+  results.provenance = provenance_of(scenario, options);
+  if (!measured.empty()) compare_to_measured(results, compare_to, measured);
+  if (!gathered.varied && results.job_time.count > 0) {
+    add_relative_deadlines(results, results.job_time.mean);
+  }
+  if (gathered.varied) {
+    results.sources = scenario.variability.sources();
+    results.baseline = gathered.baseline;
+    if (results.baseline) add_relative_deadlines(results, results.baseline->job_time_s);
+  }
+  return results;
 }
 
 }  // namespace prismsim

@@ -2,6 +2,8 @@
 
 #include <chrono>
 #include <filesystem>
+#include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -56,9 +58,13 @@ struct StudyOptions {
   std::vector<std::string> command;
 };
 
-/// `argv` as provenance records it: argv[0] reduced to its file name, so that where prismsim is
-/// installed does not change the outputs.
-std::vector<std::string> provenance_command(int argc, char** argv);
+/// The command line as provenance records it, in a canonical form that says what decides the
+/// results and nothing else: `prismsim COMMAND INPUT --set O...` (--runs and --seed as their
+/// simulation.* overrides); the caller appends the options that change results (--deadline,
+/// --compare-to, ...). --out, --jobs and --shard are left out, so a study sharded by
+/// `prismsim slurm` and merged records what the same study run on one machine does.
+std::vector<std::string> provenance_command(const std::string& command, const std::string& input,
+                                            const std::vector<std::string>& overrides);
 
 /// What a study produced.
 struct StudyOutcome {
@@ -75,6 +81,37 @@ struct StudyOutcome {
 /// written.
 StudyOutcome run_study(const Scenario& scenario, const StudyOptions& options,
                        const std::filesystem::path& out_dir);
+
+/// What a slice of a study's runs produced (a shard's part, app/shard.hpp).
+struct SliceOutcome {
+  std::string collectives;  ///< as StudyResults::collectives
+  int ranks_simulated = 0;
+  bool varied = false;      ///< the scenario has variation (the study reports a baseline)
+  std::vector<RunRecord> runs;  ///< in the order asked; when stopped, only the finished ones
+  std::optional<StudyResults::Baseline> baseline;  ///< when asked for and `varied`
+  int stop_signal = 0;      ///< a stop signal ended the slice early, or 0
+};
+
+/// Simulates runs `runs` of `scenario` (same seeds as in the whole study) and, with `baseline`,
+/// the no-variation run that run_study reports; writes nothing. Builds the SimGrid engine: at
+/// most once per process. Throws InputError when the scenario does not fit in memory.
+/// `on_built` gets the outcome's description (collectives, ranks, variation) before any run,
+/// `on_record` each finished run as it comes (a sweep point's process streams them).
+SliceOutcome run_slice(const Scenario& scenario, const std::vector<int>& runs, bool baseline,
+                       int jobs, bool show_progress,
+                       const std::function<void(const SliceOutcome&)>& on_built = {},
+                       const std::function<void(const RunRecord&)>& on_record = {});
+
+/// The results run_study reports for the runs of a whole study gathered from slices: `runs` in
+/// run order, with the collectives, simulated ranks, variation and baseline of the slices.
+/// `command` is the shards' command line as provenance records it.
+StudyResults assemble_results(const Scenario& scenario, const SliceOutcome& gathered,
+                              const std::string& compare_to, const std::vector<double>& measured,
+                              const std::vector<std::string>& command);
+
+/// Adds `run --deadline` values (durations, or multiples of the deterministic job time: "1.1x")
+/// to the scenario's deadlines; throws UsageError naming a bad one.
+void apply_deadlines(Scenario& scenario, const std::vector<std::string>& deadlines);
 
 /// Checks the --runs, --seed and --jobs that `vm` holds (parsed into `runs`, `seed`, `jobs`, as
 /// `run` and `sweep` take them) and appends --runs and --seed to `overrides` as

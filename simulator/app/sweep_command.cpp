@@ -13,6 +13,7 @@
 #include <iostream>
 #include <map>
 #include <optional>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -22,6 +23,8 @@
 #include <fmt/format.h>
 
 #include "app/cli_errors.hpp"
+#include "app/output_directory.hpp"
+#include "app/shard.hpp"
 #include "app/study.hpp"
 #include "core/files.hpp"
 #include "core/json.hpp"
@@ -38,13 +41,14 @@ namespace {
 
 const char* const kUsage =
     "usage: prismsim sweep SWEEP.yaml [--out DIR] [--jobs J] [--runs N] [--seed S]\n"
-    "                      [--set PATH=VALUE]...\n";
+    "                      [--set PATH=VALUE]... [--shard K/N]\n";
 
 struct SweepOptions {
   std::string file;
   std::string out = "out";
   int jobs = 0;
   std::vector<std::string> overrides;  ///< --set, then --runs and --seed as simulation.* values
+  std::string shard;                   ///< --shard K/N, or empty
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -481,6 +485,250 @@ std::string summary_table(const SweepSpec& spec, const std::vector<PointResult>&
   return out;
 }
 
+// ---------------------------------------------------------------------------------------------
+// Sharded sweeps: a shard's slice of the (point, run) pairs, each point's part in its own process.
+
+/// What a point's process streams to the shard, each kind followed by its payload.
+enum : uint8_t { kSliceBuilt = 1, kSliceRun = 2, kSliceBaseline = 3, kSliceEnd = 4, kSliceError = 5 };
+
+void put_run(RecordWriter& w, const RunRecord& run) {
+  w.put(run.run).put(run.seed).put(static_cast<uint8_t>(run.ok)).put(run.counters);
+  w.put(static_cast<uint64_t>(run.step_times_s.size()));
+  w.put_bytes(run.step_times_s.data(), run.step_times_s.size() * sizeof(double));
+  w.put_string(run.error);
+}
+
+bool get_run(RecordReader& in, RunRecord& run, size_t limit) {
+  uint8_t ok = 0;
+  uint64_t steps = 0;
+  if (!in.get(run.run) || !in.get(run.seed) || !in.get(ok) || !in.get(run.counters) ||
+      !in.get(steps) || steps > limit) {
+    return false;
+  }
+  run.ok = ok != 0;
+  run.step_times_s.resize(steps);
+  return in.get_bytes(run.step_times_s.data(), steps * sizeof(double)) && in.get_string(run.error);
+}
+
+/// Throws UsageError unless the points can be sharded: the same runs each, no whole runs.
+void check_shardable(const SweepSpec& spec, const std::vector<Scenario>& scenarios) {
+  const int runs = scenarios.front().simulation.runs;
+  for (size_t point = 0; point < scenarios.size(); ++point) {
+    if (scenarios[point].simulation.runs != runs) {
+      throw UsageError(fmt::format("--shard needs every point to have the same simulation.runs: "
+                                   "point 0 has {}, point {} ({}) has {}", runs, point,
+                                   spec.point_label(point), scenarios[point].simulation.runs));
+    }
+    if (scenarios[point].train.active()) {
+      throw UsageError("--shard does not take points with simulation.train (the whole run needs "
+                       "every run's step times in one process): run the sweep unsharded");
+    }
+  }
+}
+
+/// In a point's process: simulates `runs` of the point (and its baseline), streaming each
+/// finished run; returns the exit status.
+int simulate_point_slice(const Scenario& scenario, const std::vector<int>& runs, bool baseline,
+                         int jobs, int fd) {
+  try {
+    const SliceOutcome slice = run_slice(
+        scenario, runs, baseline, jobs, false,
+        [fd](const SliceOutcome& built) {
+          RecordWriter w;
+          w.put(kSliceBuilt).put(built.ranks_simulated).put(static_cast<uint8_t>(built.varied));
+          w.put_string(built.collectives).send(fd);
+        },
+        [fd](const RunRecord& run) {
+          if (!run.ok) return;  // sent at the end, unless a signal cut it short
+          RecordWriter w;
+          w.put(kSliceRun);
+          put_run(w, run);
+          w.send(fd);
+        });
+    RecordWriter w;
+    if (slice.stop_signal == 0) {
+      for (const RunRecord& run : slice.runs) {
+        if (run.ok) continue;
+        w.put(kSliceRun);
+        put_run(w, run);
+      }
+    }
+    if (slice.baseline) {
+      w.put(kSliceBaseline).put(slice.baseline->step_time_s).put(slice.baseline->job_time_s);
+    }
+    w.put(kSliceEnd).put(slice.stop_signal);
+    return w.send(fd) ? 0 : 1;
+  } catch (const std::exception& e) {
+    RecordWriter w;
+    w.put(kSliceError).put_string(e.what());
+    w.send(fd);
+    return 1;
+  }
+}
+
+/// What a point's process sent: its runs (in run order), whether it finished, an error.
+struct PointSlice {
+  PartialPoint point;
+  bool built = false;
+  bool finished = false;  ///< its end arrived without a stop signal
+  std::string error;
+};
+
+PointSlice decode_slice(const std::string& bytes) {
+  PointSlice out;
+  RecordReader in(bytes);
+  uint8_t kind = 0;
+  while (in.get(kind)) {
+    if (kind == kSliceBuilt) {
+      uint8_t varied = 0;
+      if (!in.get(out.point.ranks_simulated) || !in.get(varied) ||
+          !in.get_string(out.point.collectives)) {
+        break;
+      }
+      out.point.varied = varied != 0;
+      out.built = true;
+    } else if (kind == kSliceRun) {
+      RunRecord run;
+      if (!get_run(in, run, bytes.size())) break;
+      out.point.runs.push_back(std::move(run));
+    } else if (kind == kSliceBaseline) {
+      StudyResults::Baseline b;
+      if (!in.get(b.step_time_s) || !in.get(b.job_time_s)) break;
+      out.point.baseline = b;
+    } else if (kind == kSliceEnd) {
+      int signal = 0;
+      if (!in.get(signal)) break;
+      out.finished = signal == 0;
+    } else if (kind == kSliceError) {
+      in.get_string(out.error);
+      break;
+    } else {
+      break;
+    }
+  }
+  return out;
+}
+
+/// `prismsim sweep --shard K/N`: the shard's (point, run) pairs into DIR/partial-result.txt,
+/// resuming from the finished runs of an earlier try.
+int run_sweep_shard(const SweepOptions& options, const SweepSpec& spec,
+                    const std::vector<Scenario>& scenarios, const std::string& fingerprint,
+                    const std::vector<std::string>& command) {
+  const ShardSpec shard = parse_shard(options.shard);
+  check_shardable(spec, scenarios);
+  const int runs = scenarios.front().simulation.runs;
+  const int points = static_cast<int>(scenarios.size());
+  PartialResult partial = partial_identity("sweep", options.file, options.overrides,
+                                           scenarios.front().simulation.seed, runs, points, shard,
+                                           fingerprint);
+  partial.command = command;
+  const std::filesystem::path out(options.out);
+  std::error_code ec;
+  std::filesystem::create_directories(out, ec);
+  if (ec || ::access(out.c_str(), W_OK) != 0) {
+    throw UsageError(fmt::format("cannot write to output directory '{}'", options.out));
+  }
+  const std::optional<PartialResult> earlier = resumable_partial(out, partial);
+  const std::string path = (out / kPartialResultFile).string();
+  if (earlier && earlier->complete) {
+    std::cout << fmt::format("shard {}: already complete in {}; nothing to do\n", shard.str(),
+                             path);
+    return kExitOk;
+  }
+  clear_previous_outputs(out);  // never a mix of two studies (app/output_directory.hpp)
+  // Per point: what the earlier try finished, what is left.
+  struct Work {
+    int point = 0;
+    std::vector<int> runs;
+    bool baseline = false;
+  };
+  std::vector<Work> work;
+  int64_t reused = 0;
+  for (int point = 0; point < points; ++point) {
+    const int64_t from = std::max(partial.first, int64_t{point} * runs);
+    const int64_t to = std::min(partial.end, int64_t{point + 1} * runs);
+    if (from >= to) continue;
+    PartialPoint done;
+    if (earlier && earlier->point_results.count(point)) done = earlier->point_results.at(point);
+    std::set<int> finished;
+    for (const RunRecord& run : done.runs) finished.insert(run.run);
+    reused += static_cast<int64_t>(finished.size());
+    Work w{point, {}, false};
+    for (int64_t item = from; item < to; ++item) {
+      const int run = static_cast<int>(item - int64_t{point} * runs);
+      if (!finished.count(run)) w.runs.push_back(run);
+    }
+    w.baseline = from == int64_t{point} * runs && !done.baseline &&
+                 (done.varied || done.runs.empty());
+    partial.point_results[point] = std::move(done);
+    if (!w.runs.empty() || w.baseline) work.push_back(std::move(w));
+  }
+  const int jobs = options.jobs > 0
+                       ? options.jobs
+                       : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const int tasks = static_cast<int>(work.size());
+  const int slots = std::max(1, std::min(tasks, jobs));
+  bool all_finished = true;
+  std::vector<std::string> errors;
+  ProgressBar progress("points");
+  int done_points = 0;
+  const int signal = run_tasks(
+      tasks, PoolOptions{slots, true},
+      [&](int task, int fd) {
+        const Work& w = work[static_cast<size_t>(task)];
+        return simulate_point_slice(scenarios[static_cast<size_t>(w.point)], w.runs, w.baseline,
+                                    std::max(1, jobs / slots), fd);
+      },
+      [&](int task, TaskResult result) {
+        const Work& w = work[static_cast<size_t>(task)];
+        PointSlice slice = decode_slice(result.bytes);
+        PartialPoint& p = partial.point_results[w.point];
+        if (slice.built) {
+          p.collectives = slice.point.collectives;
+          p.ranks_simulated = slice.point.ranks_simulated;
+          p.varied = slice.point.varied;
+        }
+        if (slice.point.baseline) p.baseline = slice.point.baseline;
+        for (RunRecord& run : slice.point.runs) p.runs.push_back(std::move(run));
+        std::sort(p.runs.begin(), p.runs.end(),
+                  [](const RunRecord& x, const RunRecord& y) { return x.run < y.run; });
+        if (!slice.finished) all_finished = false;
+        if (!slice.error.empty()) {
+          errors.push_back(fmt::format("point {} ({}): {}", w.point, spec.point_label(
+                                           static_cast<size_t>(w.point)), slice.error));
+        } else if (!slice.finished && signal == 0) {
+          errors.push_back(fmt::format("point {}: {}", w.point, no_result(result.wait_status)));
+        }
+        progress.update(++done_points, tasks);
+      });
+  progress.finish();
+  if (signal != 0 || done_points < tasks) all_finished = false;
+  partial.complete = all_finished;
+  write_partial(out, partial);
+  const int64_t recorded = partial.runs_recorded();
+  std::cout << fmt::format("shard {}: {} of the {} (point, run) pairs {}-{} finished{}; wrote {}\n",
+                           shard.str(), recorded, partial.end - partial.first, partial.first,
+                           partial.end - 1,
+                           earlier ? fmt::format(" ({} from the earlier try)", reused) : "", path);
+  if (signal != 0) {
+    std::cerr << fmt::format("prismsim: interrupted by {}: shard {} kept its {} finished runs; "
+                             "run it again to finish it\n",
+                             signal_name(signal), shard.str(), recorded);
+    return exit_status_for_signal(signal);
+  }
+  int status = errors.empty() ? kExitOk : kExitRunFailed;
+  for (const std::string& error : errors) std::cerr << "prismsim: error: " << error << "\n";
+  for (const auto& [point, p] : partial.point_results) {
+    for (const RunRecord& run : p.runs) {
+      if (!run.ok) {
+        std::cerr << fmt::format("prismsim: error: point {}: {}\n", point, run.error);
+        status = kExitRunFailed;
+      }
+    }
+  }
+  return status;
+}
+
 SweepOptions parse_options(int argc, char** argv, bool* help) {
   SweepOptions options;
   int runs = 0;
@@ -496,7 +744,10 @@ SweepOptions parse_options(int argc, char** argv, bool* help) {
       ("seed", po::value(&seed), "base seed of every point (overrides simulation.seed)")
       ("set", po::value(&options.overrides)->composing(),
        "override a scenario value in every point, after the sweep file's 'set' and before the "
-       "grid's values, e.g. --set simulation.steps=4");
+       "grid's values, e.g. --set simulation.steps=4")
+      ("shard", po::value(&options.shard),
+       "K/N: simulate only the K-th of N slices of the (point, run) pairs and write "
+       "DIR/partial-result.txt for prismsim merge (README: Running a study on Slurm)");
   po::options_description hidden;
   hidden.add_options()("file", po::value(&options.file));
   po::options_description all;
@@ -518,15 +769,28 @@ SweepOptions parse_options(int argc, char** argv, bool* help) {
 
 }  // namespace
 
-int sweep_command(int argc, char** argv, const std::vector<std::string>& command) {
+int sweep_command(int argc, char** argv) {
   bool help = false;
   const SweepOptions options = parse_options(argc, argv, &help);
   if (help) return kExitOk;
+  std::optional<ReadFileLog> log;
+  if (!options.shard.empty()) {
+    parse_shard(options.shard);  // bad --shard before reading anything
+    log.emplace();
+  }
+  const std::vector<std::string> command = provenance_command("sweep", options.file, options.overrides);
   const SweepSpec spec = load_sweep(options.file);
   const std::vector<Scenario> scenarios = load_points(spec, options.overrides);
+  if (log) {
+    const std::string fingerprint = study_fingerprint("sweep", log->files(), options.overrides);
+    log.reset();
+    return run_sweep_shard(options, spec, scenarios, fingerprint, command);
+  }
 
   const std::filesystem::path out(options.out);
   std::error_code ec;
+  std::filesystem::create_directories(out, ec);
+  if (!ec) clear_previous_outputs(out);  // never a mix of two studies (app/output_directory.hpp)
   std::filesystem::create_directories(out / "points", ec);
   if (ec || ::access(out.c_str(), W_OK) != 0 || ::access((out / "points").c_str(), W_OK) != 0) {
     throw UsageError(fmt::format("cannot write to output directory '{}'", options.out));
@@ -539,15 +803,11 @@ int sweep_command(int argc, char** argv, const std::vector<std::string>& command
   const int slots = std::min(points, jobs);
   std::vector<PointResult> results(scenarios.size());
   std::vector<PointState> states(scenarios.size(), PointState::waiting);
-  // Files of an earlier sweep into the same directory would pass for this one's.
   for (size_t point = 0; point < scenarios.size(); ++point) {
     const std::filesystem::path dir = point_directory(out, point);
     std::filesystem::create_directories(dir, ec);
     if (ec) {
       throw UsageError(fmt::format("cannot create directory '{}': {}", dir.string(), ec.message()));
-    }
-    for (const char* name : {"summary.json", "runs.csv", "training.csv"}) {
-      std::filesystem::remove(dir / name, ec);
     }
   }
   const int signal =
@@ -557,6 +817,7 @@ int sweep_command(int argc, char** argv, const std::vector<std::string>& command
   const std::string json_path = (out / "sweep.json").string();
   write_file(csv_path, sweep_csv(spec, results, states));
   write_file(json_path, sweep_json(spec, options.overrides, results, states));
+  record_outputs(out, {csv_path, json_path});
   std::cout << fmt::format("sweep {}: {} points ({}) of {}\n", spec.name, points,
                            to_string(spec.grid), spec.scenario)
             << summary_table(spec, results, states)
@@ -584,6 +845,85 @@ int sweep_command(int argc, char** argv, const std::vector<std::string>& command
     return kExitRunFailed;
   }
   return kExitOk;
+}
+
+SweepIdentity sweep_identity(const std::string& path, const std::vector<std::string>& overrides) {
+  std::optional<ReadFileLog> log(std::in_place);
+  const SweepSpec spec = load_sweep(path);
+  const std::vector<Scenario> scenarios = load_points(spec, overrides);
+  SweepIdentity id;
+  id.fingerprint = study_fingerprint("sweep", log->files(), overrides);
+  log.reset();
+  check_shardable(spec, scenarios);
+  id.name = spec.name;
+  id.points = static_cast<int>(scenarios.size());
+  id.runs = scenarios.front().simulation.runs;
+  id.seed = scenarios.front().simulation.seed;
+  return id;
+}
+
+int merge_sweep(const PartialResult& study, const std::vector<SliceOutcome>& points,
+                const std::filesystem::path& out,
+                const std::function<void(const std::string&)>& check_fingerprint) {
+  std::optional<ReadFileLog> log(std::in_place);
+  const SweepSpec spec = load_sweep(study.input);  // from the study's working directory
+  const std::vector<Scenario> scenarios = load_points(spec, study.overrides);
+  const std::string fingerprint = study_fingerprint("sweep", log->files(), study.overrides);
+  log.reset();
+  check_fingerprint(fingerprint);
+  if (scenarios.size() != points.size()) {
+    throw UsageError(fmt::format("the sweep now has {} points, its shards {}", scenarios.size(),
+                                 points.size()));
+  }
+  clear_previous_outputs(out);
+  std::vector<PointResult> results(scenarios.size());
+  std::vector<PointState> states(scenarios.size(), PointState::finished);
+  std::vector<std::string> written;
+  for (size_t point = 0; point < scenarios.size(); ++point) {
+    // As simulate_point reports a point's study.
+    const std::filesystem::path dir = point_directory(out, point);
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);
+    if (ec) {
+      throw UsageError(fmt::format("cannot create directory '{}': {}", dir.string(), ec.message()));
+    }
+    const StudyResults r = assemble_results(scenarios[point], points[point], "", {}, study.command);
+    write_file(dir / "summary.json", summary_json(r));
+    write_file(dir / "runs.csv", runs_csv(r));
+    PointResult& result = results[point];
+    result.runs = scenarios[point].simulation.runs;
+    for (const RunRecord& run : r.runs) {
+      result.runs_completed += run.ok;
+      if (!run.ok) result.errors.push_back(run.error);
+    }
+    result.step_time = r.step_time;
+    result.job_time = r.job_time;
+    if (r.baseline) {
+      result.has_baseline = true;
+      result.baseline_step_time_s = r.baseline->step_time_s;
+    }
+  }
+  const std::string csv_path = (out / "sweep.csv").string();
+  const std::string json_path = (out / "sweep.json").string();
+  write_file(csv_path, sweep_csv(spec, results, states));
+  write_file(json_path, sweep_json(spec, study.overrides, results, states));
+  record_outputs(out, {csv_path, json_path});
+  std::cout << fmt::format("sweep {}: {} points ({}) of {}, merged from {} shards\n", spec.name,
+                           scenarios.size(), to_string(spec.grid), spec.scenario,
+                           study.shard.count)
+            << summary_table(spec, results, states)
+            << fmt::format("wrote {}, {} and the points' outputs under {}\n", csv_path, json_path,
+                           (out / "points").string());
+  int failed = 0;
+  for (size_t point = 0; point < results.size(); ++point) {
+    const PointResult& r = results[point];
+    if (r.runs_completed == r.runs && r.errors.empty()) continue;
+    ++failed;
+    std::cerr << fmt::format("prismsim: error: point {} ({}): {} of {} runs completed{}\n", point,
+                             spec.point_label(point), r.runs_completed, r.runs,
+                             r.errors.empty() ? "" : "; " + r.errors.front());
+  }
+  return failed > 0 ? kExitRunFailed : kExitOk;
 }
 
 }  // namespace prismsim

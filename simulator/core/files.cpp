@@ -4,7 +4,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <stdexcept>
@@ -32,6 +34,9 @@ struct FileDescriptor {
     if (fd >= 0) ::close(fd);
   }
 };
+
+/// The log read_file appends to, if one is alive.
+ReadFileLog* active_read_log = nullptr;
 
 }  // namespace
 
@@ -103,14 +108,51 @@ std::optional<std::string> read_file(const std::string& path, std::string* reaso
     }
     text.append(buffer, static_cast<size_t>(got));
   }
+  if (active_read_log != nullptr) active_read_log->files_.emplace_back(path, text);
   return text;
 }
 
+ReadFileLog::ReadFileLog() { active_read_log = this; }
+ReadFileLog::~ReadFileLog() { active_read_log = nullptr; }
+
+AtomicFile::AtomicFile(std::filesystem::path path) : path_(std::move(path)) {
+  static std::atomic<int> counter{0};  // several files of one process may share a directory
+  temporary_ = path_.parent_path() /
+               fmt::format(".{}.tmp-{}-{}", path_.filename().string(), ::getpid(), counter++);
+  out_.open(temporary_, std::ios::binary | std::ios::trunc);
+  if (!out_) throw std::runtime_error(fmt::format("cannot write '{}'", path_.string()));
+}
+
+AtomicFile::~AtomicFile() {
+  if (committed_) return;
+  out_.close();
+  std::error_code ec;
+  std::filesystem::remove(temporary_, ec);
+}
+
+void AtomicFile::commit() {
+  out_.close();
+  bool ok = !out_.fail();
+  if (ok) {
+    // The data reaches the disk before the name does: after a crash, the old file or the new.
+    const FileDescriptor file{::open(temporary_.c_str(), O_RDONLY | O_CLOEXEC)};
+    ok = file.fd >= 0 && ::fsync(file.fd) == 0;
+  }
+  if (ok) ok = std::rename(temporary_.c_str(), path_.c_str()) == 0;
+  if (!ok) {
+    const std::string reason = std::strerror(errno);
+    std::error_code ec;
+    std::filesystem::remove(temporary_, ec);
+    committed_ = true;
+    throw std::runtime_error(fmt::format("cannot write '{}': {}", path_.string(), reason));
+  }
+  committed_ = true;
+}
+
 void write_file(const std::filesystem::path& path, const std::string& text) {
-  std::ofstream out(path, std::ios::binary);
-  out << text;
-  out.close();
-  if (!out) throw std::runtime_error(fmt::format("cannot write '{}'", path.string()));
+  AtomicFile file(path);
+  file.stream() << text;
+  file.commit();
 }
 
 std::string quoted_path(const std::string& path) {

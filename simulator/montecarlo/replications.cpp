@@ -87,7 +87,8 @@ std::vector<Replication> replications(int runs, const VariationModel* variation)
 std::vector<RunRecord> run_replications(Simulation& simulation,
                                         const std::vector<Replication>& replications,
                                         uint64_t base_seed, int jobs, int* stop_signal,
-                                        const std::function<void(int, int)>& on_run_done) {
+                                        const std::function<void(int, int)>& on_run_done,
+                                        const std::function<void(const RunRecord&)>& on_record) {
   std::vector<RunRecord> records(replications.size());
   for (size_t i = 0; i < replications.size(); ++i) {
     RunRecord& record = records[i];
@@ -107,6 +108,7 @@ std::vector<RunRecord> run_replications(Simulation& simulation,
       [&](int task, TaskResult result) {
         collect(result, records[static_cast<size_t>(task)], steps);
         if (on_run_done) on_run_done(++done, total);
+        if (on_record) on_record(records[static_cast<size_t>(task)]);
       });
   if (stop_signal != nullptr) *stop_signal = signal;
   return records;

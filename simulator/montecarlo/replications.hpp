@@ -38,10 +38,12 @@ std::vector<Replication> replications(int runs, const VariationModel* variation)
 /// `jobs` at a time. Records come back in the order of `replications` whatever the completion
 /// order. A stop signal (SIGINT, SIGTERM, SIGHUP) ends it: no new run starts, running ones are
 /// ended with the steps they streamed, runs never started keep an empty record; `*stop_signal`
-/// then names the signal (else 0). `on_run_done(done, total)` is called after each run is gathered.
+/// then names the signal (else 0). `on_run_done(done, total)` is called after each run is gathered,
+/// `on_record` with its record (in completion order).
 std::vector<RunRecord> run_replications(Simulation& simulation,
                                         const std::vector<Replication>& replications,
                                         uint64_t base_seed, int jobs, int* stop_signal = nullptr,
-                                        const std::function<void(int, int)>& on_run_done = {});
+                                        const std::function<void(int, int)>& on_run_done = {},
+                                        const std::function<void(const RunRecord&)>& on_record = {});
 
 }  // namespace prismsim

@@ -10,6 +10,7 @@
 
 #include <fmt/format.h>
 
+#include "core/files.hpp"
 #include "core/json.hpp"
 
 namespace prismsim {
@@ -218,7 +219,8 @@ void write_metadata(JsonWriter& j, const char* name, int64_t pid, int64_t tid, c
 }  // namespace
 
 void TraceRecorder::write_chrome(const TraceLayout& layout) const {
-  std::ofstream out(path_, std::ios::binary);
+  AtomicFile file(path_);  // whole or not at all
+  std::ostream& out = file.stream();
   JsonWriter j;
   j.begin_object(Layout::compact).member("displayTimeUnit", "ms").key("traceEvents");
   j.begin_array(Layout::rows);
@@ -247,8 +249,7 @@ void TraceRecorder::write_chrome(const TraceLayout& layout) const {
   j.end().end();
   j.flush(out);
   out << "\n";
-  out.close();
-  if (!out) throw std::runtime_error(fmt::format("cannot write trace '{}'", path_));
+  file.commit();
 }
 
 namespace {
@@ -374,7 +375,8 @@ void TraceRecorder::write_kineto(const TraceLayout& layout) const {
     std::sort(used.begin(), used.end());
     used.erase(std::unique(used.begin(), used.end()), used.end());
 
-    std::ofstream out(file, std::ios::binary);
+    AtomicFile atomic(file);  // whole or not at all
+    std::ostream& out = atomic.stream();
     JsonWriter j;
     j.begin_object(Layout::compact).member("schemaVersion", 1);
     j.key("deviceProperties").begin_array(Layout::compact);
@@ -455,8 +457,7 @@ void TraceRecorder::write_kineto(const TraceLayout& layout) const {
     j.end().member("traceName", fmt::format("rank{}.pt.trace.json", rank)).end();
     j.flush(out);
     out << "\n";
-    out.close();
-    if (!out) throw std::runtime_error(fmt::format("cannot write trace '{}'", file));
+    atomic.commit();
   }
 }
 
