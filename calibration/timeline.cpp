@@ -75,13 +75,15 @@ bool is_timeline_csv(const std::string& path) {
   std::string line;
   while (std::getline(in, line)) {
     if (line.empty() || line == "\r" || line[0] == '#') continue;
-    bool optype = false, start = false, duration = false;
+    // Any of a timeline's own names (a samples CSV has duration_us): a misspelt column is then
+    // reported against the timeline's columns.
     for (const auto& [name, column] : split_fields(line)) {
-      optype = optype || name == "optype" || name == "op";
-      start = start || name == "start_ts" || name == "start";
-      duration = duration || name == "duration";
+      if (name == "optype" || name == "op" || name == "start_ts" || name == "start" ||
+          name == "duration") {
+        return true;
+      }
     }
-    return optype && start && duration;
+    return false;
   }
   return false;
 }

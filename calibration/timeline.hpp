@@ -36,8 +36,8 @@ struct Timeline {
   std::vector<TimelineOp> ops;  ///< in file order
 };
 
-/// True when `path`'s first non-comment line is a timeline header: it names an op type column
-/// (`optype` or `op`), a start (`start_ts` or `start`) and a `duration`.
+/// True when `path`'s first non-comment line is a timeline header: it names any of `optype`,
+/// `op`, `start_ts`, `start`, `duration` (a samples CSV has `duration_us`).
 bool is_timeline_csv(const std::string& path);
 
 /// The kind of an op type: names with forward/backward and compute are passes, names with

@@ -432,7 +432,8 @@ TimelineCalibration calibrate_timelines(const std::vector<Timeline>& timelines,
     } else {
       e.sigma_low = e.sigma_high = e.sigma;
     }
-    if (e.sigma <= 0) {
+    // Durations carry at most 7 significant digits: a sigma below 1e-6 is their rounding.
+    if (e.sigma <= 1e-6) {
       c.notes.push_back(fmt::format("{} ({}): estimate 0: the data shows no variation at this "
                                     "level; nothing fitted", e.level, e.target));
       c.levels.push_back(e);
@@ -498,12 +499,14 @@ TimelineCalibration calibrate_timelines(const std::vector<Timeline>& timelines,
       f.distribution.family = DistributionSpec::Family::empirical;
       const size_t points = std::min(gaps.size(), options.fit.empirical_points);
       for (size_t i = 0; i < points; ++i) {
-        f.distribution.samples.push_back(
-            quantile_of(gaps, (static_cast<double>(i) + 0.5) / static_cast<double>(points)));
+        // A scenario's empirical values are at least 1e-12 (s): a 0 is written as that.
+        f.distribution.samples.push_back(std::max(
+            1e-12, quantile_of(gaps, (static_cast<double>(i) + 0.5) / static_cast<double>(points))));
       }
       c.launch_gap = f;
       c.notes.push_back(fmt::format("host.launch_gap: {} of {} gaps are 0; the measured quantiles "
-                                    "are kept (empirical)", zeros, gaps.size()));
+                                    "are kept (empirical; a 0 is written as 1e-12 s, the least a "
+                                    "scenario accepts)", zeros, gaps.size()));
     }
   }
   if (!c.launch_gap) c.notes.push_back("host.launch_gap: not fitted: " + c.launch_gap_reason);
@@ -585,13 +588,13 @@ TimelineCalibration calibrate_timelines(const std::vector<Timeline>& timelines,
     const double floor = std::max(options.min_jitter_spread, 3 * ct.resolution);
     const std::string target = fmt::format("network.jitter.{}.{}", ct.op,
                                            inter_node ? "inter_node" : "intra_node");
-    if (ratios.size() < options.fit.min_samples) {
-      ct.reason = fmt::format("{} calls repeated over steps (at least {} needed)", ratios.size(),
-                              options.fit.min_samples);
-    } else if (ct.spread <= floor) {
+    if (ratios.size() >= 2 && ct.spread <= floor) {
       ct.reason = fmt::format("robust spread of log transfer ratios {:.4g} is within the floor "
                               "{:.4g} (max of {} and 3x the timestamp resolution): no jitter shown",
                               ct.spread, floor, options.min_jitter_spread);
+    } else if (ratios.size() < options.fit.min_samples) {
+      ct.reason = fmt::format("{} calls repeated over steps (at least {} needed)", ratios.size(),
+                              options.fit.min_samples);
     } else {
       ct.jitter = fit_slowdowns(ratios, options.fit);
       ct.reason = target;
@@ -652,7 +655,11 @@ void write_timeline_section(const TimelineCalibration& c, const std::string& pat
     }
     (e.target.rfind("levels.", 0) == 0 ? levels : gpus) += text;
   }
-  y += "levels:\n" + (levels.empty() ? "  {}\n" : levels);
+  if (levels.find(": {") != std::string::npos) {
+    y += "levels:\n" + levels;
+  } else {
+    y += "# levels: none fitted\n" + levels;
+  }
   if (gpus.find(": {") != std::string::npos) {
     y += "gpus:\n" + gpus;
   } else {
