@@ -6,14 +6,16 @@
 #    variability, compare with the second half's measured makespans (steps-SE.csv).
 #  - Megatron CI A100 cases: no op timelines, only iteration times; the first half gives the
 #    host step time's distribution over the simulated deterministic step (`host.step`, empirical),
-#    and the second half is compared.
+#    and the second half is compared. Scenarios are made from each case's model_config.yaml
+#    (12 layers, hidden 512, on platforms/a100-ndv4.yaml; tensor-parallel collectives charged
+#    analytically, for speed).
 # Prints mean error, CV ratio, p95/p50 ratio (simulated over measured), the two-sample KS distance,
 # its 5% critical value, and the KS distance between the two measured halves.
 #
 # usage: scripts/validate-distribution.sh [PRISMSIM] [OUT_DIR]
 #   PRISMSIM default build/release/prismsim (else build/test/prismsim); OUT_DIR default
 #   out/validate-distribution. SE_RUNS x SE_STEPS simulated steps (default 20 x 50 = 1,000).
-#   Reads ../shared/validation (VALIDATION_DIR overrides); writes only under OUT_DIR.
+#   Reads ../shared/validation (or ../../shared/validation; VALIDATION_DIR overrides); writes only under OUT_DIR.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 prismsim=${1:-}
@@ -25,6 +27,7 @@ fi
 [ -x "${prismsim:-}" ] || { echo "validate-distribution: no prismsim binary (build it first)" >&2; exit 2; }
 out=${2:-$here/out/validate-distribution}
 data=${VALIDATION_DIR:-$here/../shared/validation}
+[ -d "$data" ] || data=$here/../../shared/validation  # from a worktree under wt/
 se_runs=${SE_RUNS:-20}
 se_steps=${SE_STEPS:-50}
 python=${PRISMSIM_PYTHON:-python3}
@@ -130,9 +133,11 @@ tp = int(arg("tensor-model-parallel-size", 1)); pp = int(arg("pipeline-model-par
 cp = int(arg("context-parallel-size", 1)); dp = 8 // (tp * pp * cp)
 recompute = "full" if arg("recompute-granularity") == "full" else "none"
 vp = arg("num-layers-per-virtual-pipeline-stage")
-if vp is not None or cp > 1:
-    sys.exit("no scenario: interleaved or context-parallel case")
-dist = arg("use-distributed-optimizer") is not None or "use-distributed-optimizer" in cfg
+schedule = "1f1b"
+if vp is not None:
+    schedule = f"interleaved, virtual_stages: {12 // (pp * int(vp))}"
+sequence_parallel = "true" if arg("sequence-parallel") == "true" else "false"
+dist = arg("use-distributed-optimizer") is not None
 with open(scenario, "w") as o:
     o.write(f"""name: megatron-ci
 platform: {here}/platforms/a100-ndv4.yaml
@@ -143,8 +148,10 @@ workload:
   precision: bf16
   global_batch: 32
   microbatch: 4
-parallelism: {{gpus: 8, tp: {tp}, pp: {pp}, dp: {dp}, data_parallel: {"zero1" if dist else "ddp"},
-               recompute: {recompute}}}
+parallelism: {{gpus: 8, tp: {tp}, pp: {pp}, cp: {cp}, dp: {dp}, sequence_parallel: {sequence_parallel},
+               data_parallel: {"zero1" if dist else "ddp"}, recompute: {recompute},
+               schedule: {schedule}}}
+engine: {{layer_collectives: analytic}}
 simulation: {{runs: 1, steps: 1, seed: 1}}
 """)
 PY
