@@ -181,6 +181,11 @@ Timeline read_timeline_csv(const std::string& path) {
       diags.error(SourceLoc{file, line_no, fields[static_cast<size_t>(field_of[kRank])].second},
                   fmt::format("rank must be non-negative, got {}", *rank));
     }
+    if (microbatch && (*microbatch < -1 || *microbatch >= (1 << 21))) {
+      diags.error(SourceLoc{file, line_no, fields[static_cast<size_t>(field_of[kMicrobatch])].second},
+                  fmt::format("mb_id must be -1 (none) or from 0 to {}, got {}", (1 << 21) - 1,
+                              *microbatch));
+    }
     if (duration && *duration < 0) {
       diags.error(SourceLoc{file, line_no, fields[static_cast<size_t>(field_of[kDuration])].second},
                   fmt::format("negative duration {} s: durations are seconds >= 0", *duration));

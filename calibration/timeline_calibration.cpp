@@ -125,8 +125,9 @@ Decomposition decompose(const std::vector<PassSample>& passes) {
   for (size_t i = 0; i < n_pass; ++i) {
     const PassSample& p = passes[i];
     if (p.replica < 0 || p.microbatch < 0) continue;
-    const uint64_t key = (static_cast<uint64_t>(p.step) << 40) ^
-                         (static_cast<uint64_t>(p.replica) << 20) ^ static_cast<uint64_t>(p.microbatch);
+    // Steps, replicas and microbatches are dense and below 2^21 (checked by the caller's sizes).
+    const uint64_t key = (static_cast<uint64_t>(p.step) << 42) |
+                         (static_cast<uint64_t>(p.replica) << 21) | static_cast<uint64_t>(p.microbatch);
     key_of[i] = key;
     Group& g = groups[key];
     g.sum += d.within[i];
@@ -325,6 +326,7 @@ TimelineCalibration calibrate_timelines(const std::vector<Timeline>& timelines,
   std::map<std::pair<size_t, int32_t>, int32_t> gpu_id;
   std::map<std::pair<size_t, int64_t>, int32_t> step_id;
   std::map<std::pair<bool, int32_t>, uint32_t> signature_id;
+  std::map<std::pair<size_t, int32_t>, int32_t> replica_id;
   std::vector<PassSample> passes;
   std::vector<std::pair<bool, int32_t>> signature_of;
   std::map<std::pair<bool, int32_t>, std::vector<double>> stage_durations;
@@ -358,8 +360,11 @@ TimelineCalibration calibrate_timelines(const std::vector<Timeline>& timelines,
       p.signature = it->second;
       p.gpu = gpu_id.at({ti, op.rank});
       p.step = step_id.at({ti, op.step});
-      // A replica is one pipeline: unique across timelines.
-      p.replica = op.replica < 0 ? -1 : static_cast<int32_t>(ti) * 1000000 + op.replica;
+      // A replica is one pipeline: numbered densely across timelines.
+      p.replica = op.replica < 0 ? -1
+                                 : replica_id.try_emplace({ti, op.replica},
+                                                          static_cast<int32_t>(replica_id.size()))
+                                       .first->second;
       p.microbatch = op.microbatch;
       p.forward = forward;
       p.log_duration = std::log(op.duration_s);

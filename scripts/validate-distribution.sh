@@ -6,8 +6,8 @@
 #    variability, compare with the second half's measured makespans (steps-SE.csv).
 #  - Megatron CI A100 cases: no op timelines, only iteration times; the first half gives the
 #    host step time's distribution over the simulated deterministic step (`host.step`, empirical),
-#    and the second half is compared. Scenarios are made from each case's model_config.yaml
-#    (12 layers, hidden 512, on platforms/a100-ndv4.yaml; tensor-parallel collectives charged
+#    and the second half is compared. Scenarios: calibration/cases/megatron-ci-gpt.yaml with each
+#    case's sets from calibration/cases/megatron-ci.csv (tensor-parallel collectives charged
 #    analytically, for speed).
 # Prints mean error, CV ratio, p95/p50 ratio (simulated over measured), the two-sample KS distance,
 # its 5% critical value, and the KS distance between the two measured halves.
@@ -118,47 +118,26 @@ row("bytedance-stragglers-se", read(f"{out}/se-run/runs.csv"), read(f"{out}/se-s
 PY
 
 # --- Megatron CI A100 ----------------------------------------------------------------------------
+# Each case's scenario: calibration/cases/megatron-ci-gpt.yaml with the sets of
+# calibration/cases/megatron-ci.csv (the "(all)" row and the case's own; docs/validation.md).
 mc="$data/megatron-ci-a100"
+cases="$here/calibration/cases/megatron-ci.csv"
+scenario="$here/calibration/cases/megatron-ci-gpt.yaml"
 for dir in "$mc"/*/; do
   case_name=$(basename "$dir")
-  scenario="$out/mc-$case_name.yaml"
-  if ! "$python" - "$dir" "$scenario" "$here" > "$out/mc-$case_name.log" 2>&1 <<'PY'
-import csv, re, sys
-case, scenario, here = sys.argv[1:4]
-cfg = open(case + "/model_config.yaml").read()
-def arg(name, default=None):
-    m = re.search(r"--" + name + r":\s*([^\s#]+)", cfg)
-    return m.group(1) if m else default
-tp = int(arg("tensor-model-parallel-size", 1)); pp = int(arg("pipeline-model-parallel-size", 1))
-cp = int(arg("context-parallel-size", 1)); dp = 8 // (tp * pp * cp)
-recompute = "full" if arg("recompute-granularity") == "full" else "none"
-vp = arg("num-layers-per-virtual-pipeline-stage")
-schedule = "1f1b"
-if vp is not None:
-    schedule = f"interleaved, virtual_stages: {12 // (pp * int(vp))}"
-sequence_parallel = "true" if arg("sequence-parallel") == "true" else "false"
-dist = arg("use-distributed-optimizer") is not None
-with open(scenario, "w") as o:
-    o.write(f"""name: megatron-ci
-platform: {here}/platforms/a100-ndv4.yaml
-workload:
-  name: gpt-12l-512h
-  kind: transformer
-  model: {{layers: 12, hidden: 512, heads: 8, vocab: 50257, sequence: 1024, mlp: gelu}}
-  precision: bf16
-  global_batch: 32
-  microbatch: 4
-parallelism: {{gpus: 8, tp: {tp}, pp: {pp}, cp: {cp}, dp: {dp}, sequence_parallel: {sequence_parallel},
-               data_parallel: {"zero1" if dist else "ddp"}, recompute: {recompute},
-               schedule: {schedule}}}
-engine: {{layer_collectives: analytic}}
-simulation: {{runs: 1, steps: 1, seed: 1}}
-""")
+  sets=$("$python" - "$cases" "$case_name" <<'PY'
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+found = [r for r in rows if r["case"] == sys.argv[2]]
+if not found:
+    sys.exit(1)
+for r in [r for r in rows if r["case"] == "(all)"] + found:
+    for s in filter(None, r["sets"].split(";")):
+        print(s)
 PY
-  then
-    printf '%-58s %s\n' "$case_name" "$(tail -1 "$out/mc-$case_name.log")"
-    continue
-  fi
+) || { printf '%-58s %s\n' "$case_name" "no scenario in $cases"; continue; }
+  args=(--set engine.layer_collectives=analytic)
+  while IFS= read -r s; do args+=(--set "$s"); done <<< "$sets"
   "$python" - "$dir/iteration_time.csv" "$out/mc-$case_name" <<'PY'
 import csv, sys
 rows = [r for r in csv.DictReader(open(sys.argv[1]))
@@ -169,11 +148,13 @@ for name, part in (("first", rows[:half]), ("second", rows[half:])):
         o.write("iteration,step_time_s\n")
         for r in part: o.write(f"{r['iteration']},{r['iteration_time_s']}\n")
 PY
-  if ! "$prismsim" run "$scenario" --out "$out/mc-$case_name-det" > "$out/mc-$case_name-det.txt" 2>&1; then
-    printf '%-58s %s\n' "$case_name" "no scenario: $(head -1 "$out/mc-$case_name-det.txt")"
+  if ! "$prismsim" run "$scenario" "${args[@]}" --out "$out/mc-$case_name-det" \
+      > "$out/mc-$case_name-det.txt" 2>&1; then
+    printf '%-58s %s\n' "$case_name" "not simulated: $(head -1 "$out/mc-$case_name-det.txt")"
     continue
   fi
-  # host.step: the first half's iteration times over the deterministic simulated step (empirical).
+  # host.step: the first half's iteration times over the deterministic simulated step (empirical;
+  # where the simulated step is longer, 1e-9 s).
   "$python" - "$out/mc-$case_name-det/runs.csv" "$out/mc-$case_name-first.csv" \
     "$out/mc-$case_name-variability.yaml" <<'PY'
 import csv, sys
@@ -184,8 +165,9 @@ with open(sys.argv[3], "w") as o:
     o.write("host:\n  step: {unit: s, empirical: {samples: [" +
             ", ".join(f"{max(v - det, 1e-9):.6g}" for v in first) + "]}}\n")
 PY
-  "$prismsim" run "$scenario" --out "$out/mc-$case_name-run" --runs 20 --set simulation.steps=50 \
-    --set "variability=$out/mc-$case_name-variability.yaml" --jobs "${JOBS:-2}" > /dev/null
+  "$prismsim" run "$scenario" "${args[@]}" --out "$out/mc-$case_name-run" --runs 20 \
+    --set simulation.steps=50 --set "variability=$out/mc-$case_name-variability.yaml" \
+    --jobs "${JOBS:-2}" > /dev/null
   "$python" - "$out" "$case_name" <<PY
 $stats
 import sys
