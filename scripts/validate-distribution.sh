@@ -4,9 +4,9 @@
 #  - ByteDance job SE: `prismsim calibrate` on the op timeline of the first half of the steps,
 #    simulate workloads/validation/bytedance-se.yaml with the calibrated stage times and
 #    variability, compare with the second half's measured makespans (steps-SE.csv).
-#  - Megatron CI A100 cases: no op timelines, only iteration times; the first half gives the
-#    host step time's distribution over the simulated deterministic step (`host.step`, empirical),
-#    and the second half is compared. Scenarios: calibration/cases/megatron-ci-gpt.yaml with each
+#  - Megatron CI A100 cases: no op timelines, only iteration times; the first half's iteration
+#    times over their median give the step level (`levels.step`, empirical: a factor shared by
+#    every GPU on all compute), and the second half is compared. Scenarios: calibration/cases/megatron-ci-gpt.yaml with each
 #    case's sets from calibration/cases/megatron-ci.csv (tensor-parallel collectives charged
 #    analytically, for speed).
 # Prints mean error, CV ratio, p95/p50 ratio (simulated over measured), the two-sample KS distance,
@@ -154,17 +154,16 @@ PY
     printf '%-58s %s\n' "$case_name" "not simulated: $(head -1 "$out/mc-$case_name-det.txt")"
     continue
   fi
-  # host.step: the first half's iteration times over the deterministic simulated step (empirical;
-  # where the simulated step is longer, 1e-9 s).
-  "$python" - "$out/mc-$case_name-det/runs.csv" "$out/mc-$case_name-first.csv" \
-    "$out/mc-$case_name-variability.yaml" <<'PY'
+  # levels.step: the first half's iteration times over their median (empirical), a factor shared
+  # by every GPU in a step on all compute; the simulated mean stays the model's.
+  "$python" - "$out/mc-$case_name-first.csv" "$out/mc-$case_name-variability.yaml" <<'PY'
 import csv, sys
-det = float(next(csv.DictReader(open(sys.argv[1])))["step_time_s"])
-first = [float(r["step_time_s"]) for r in csv.DictReader(open(sys.argv[2]))]
-with open(sys.argv[3], "w") as o:
-    o.write(f"# host.step = first-half iteration time - simulated deterministic step {det:.6g} s\n")
-    o.write("host:\n  step: {unit: s, empirical: {samples: [" +
-            ", ".join(f"{max(v - det, 1e-9):.6g}" for v in first) + "]}}\n")
+first = [float(r["step_time_s"]) for r in csv.DictReader(open(sys.argv[1]))]
+median = sorted(first)[len(first) // 2]
+with open(sys.argv[2], "w") as o:
+    o.write(f"# levels.step = first-half iteration time / its median {median:.6g} s\n")
+    o.write("levels:\n  step: {empirical: {samples: [" +
+            ", ".join(f"{v / median:.6g}" for v in first) + "]}}\n")
 PY
   "$prismsim" run "$scenario" "${args[@]}" --out "$out/mc-$case_name-run" --runs 20 \
     --set simulation.steps=50 --set "variability=$out/mc-$case_name-variability.yaml" \
