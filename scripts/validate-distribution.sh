@@ -4,9 +4,9 @@
 #  - ByteDance job SE: `prismsim calibrate` on the op timeline of the first half of the steps,
 #    simulate workloads/validation/bytedance-se.yaml with the calibrated stage times and
 #    variability, compare with the second half's measured makespans (steps-SE.csv).
-#  - Megatron CI A100 cases: no op timelines, only iteration times; the first half's iteration
-#    times over their median give the step level (`levels.step`, empirical: a factor shared by
-#    every GPU on all compute), and the second half is compared. Scenarios: calibration/cases/megatron-ci-gpt.yaml with each
+#  - Megatron CI A100 cases: no op timelines, only iteration times; from the first half, the time
+#    the model lacks (`host.step`, its median minus the simulated deterministic step) and the
+#    spread as a step factor (`levels.step`, empirical); the second half is compared. Scenarios: calibration/cases/megatron-ci-gpt.yaml with each
 #    case's sets from calibration/cases/megatron-ci.csv (tensor-parallel collectives charged
 #    analytically, for speed).
 # Prints mean error, CV ratio, p95/p50 ratio (simulated over measured), the two-sample KS distance,
@@ -154,16 +154,21 @@ PY
     printf '%-58s %s\n' "$case_name" "not simulated: $(head -1 "$out/mc-$case_name-det.txt")"
     continue
   fi
-  # levels.step: the first half's iteration times over their median (empirical), a factor shared
-  # by every GPU in a step on all compute; the simulated mean stays the model's.
-  "$python" - "$out/mc-$case_name-first.csv" "$out/mc-$case_name-variability.yaml" <<'PY'
+  # From the first half: host.step = its median minus the simulated deterministic step (the time
+  # the model lacks, the same on every GPU), and levels.step = 1 + (t - median) / deterministic
+  # step (empirical), a factor shared by every GPU in a step on all compute: the measured spread
+  # where compute is the whole deterministic step, less where communication is part of it.
+  "$python" - "$out/mc-$case_name-det/runs.csv" "$out/mc-$case_name-first.csv" \
+    "$out/mc-$case_name-variability.yaml" <<'PY'
 import csv, sys
-first = [float(r["step_time_s"]) for r in csv.DictReader(open(sys.argv[1]))]
+det = float(next(csv.DictReader(open(sys.argv[1])))["step_time_s"])
+first = [float(r["step_time_s"]) for r in csv.DictReader(open(sys.argv[2]))]
 median = sorted(first)[len(first) // 2]
-with open(sys.argv[2], "w") as o:
-    o.write(f"# levels.step = first-half iteration time / its median {median:.6g} s\n")
+with open(sys.argv[3], "w") as o:
+    o.write(f"# first-half median {median:.6g} s, simulated deterministic step {det:.6g} s\n")
+    o.write(f"host:\n  step: {max(median - det, 1e-9):.6g}s\n")
     o.write("levels:\n  step: {empirical: {samples: [" +
-            ", ".join(f"{v / median:.6g}" for v in first) + "]}}\n")
+            ", ".join(f"{max(1 + (v - median) / det, 1e-3):.6g}" for v in first) + "]}}\n")
 PY
   "$prismsim" run "$scenario" "${args[@]}" --out "$out/mc-$case_name-run" --runs 20 \
     --set simulation.steps=50 --set "variability=$out/mc-$case_name-variability.yaml" \
