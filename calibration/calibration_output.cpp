@@ -50,7 +50,19 @@ std::string input_line(const InputSummary& in) {
     out += fmt::format(", {} zero-length kernels skipped (the first at {})",
                        thousands(in.zero_length), in.first_zero_length);
   }
+  if (in.steps > 0) out += fmt::format(", {} steps", in.steps);
   return out;
+}
+
+/// The step levels kernels show, one line (or why there are none).
+std::string step_levels_line(const KernelStepLevels& l) {
+  if (l.samples == 0 || !l.step_estimable) return "step levels from kernels: none: " + l.skipped;
+  std::string out = fmt::format("step levels from kernels ({} samples, {} steps, {} GPUs): step sigma "
+                                "{:.4f}", thousands(l.samples), l.steps, l.gpus, l.step_sigma);
+  out += l.gpu_step_estimable ? fmt::format(", GPU x step sigma {:.4f}", l.gpu_step_sigma)
+                              : ", GPU x step: " + l.skipped;
+  return out + fmt::format(", residual {:.4f}; contained in the kernel noise, not written as levels",
+                           l.residual_sigma);
 }
 
 std::string calls_line(const SampleSet& set) {
@@ -173,6 +185,7 @@ void write_variability_section(const Calibration& c, const SampleSet& set, const
                      "{} on one rank only\n", thousands(set.matched_calls()),
                      thousands(set.unmatched_calls()));
   }
+  y += "# " + step_levels_line(c.step_levels) + "\n";
   size_t fitted = 0, skipped = 0;
   for (const SignatureFit& s : c.signatures) (s.fit ? fitted : skipped) += 1;
   y += fmt::format(
@@ -241,6 +254,7 @@ std::string calibration_report(const Calibration& c, const SampleSet& set) {
   std::string r = "inputs:\n";
   for (const InputSummary& in : set.inputs()) r += "  " + input_line(in) + "\n";
   r += calls_line(set);
+  r += step_levels_line(c.step_levels) + "\n";
   r += fmt::format("\n{:<28} {:>5} {:>11} {:>7} {:>7} {:>7}  {:>7} {:>7} {:>7} {:>7}  {}\n",
                    "section entry", "sigs", "samples", "p50", "p95", "p99", "normal", "lognorm",
                    "gamma", "empiric", "chosen (KS)");
@@ -298,9 +312,18 @@ std::string calibration_json(const Calibration& c, const SampleSet& set) {
         .member("samples", in.samples)
         .member("ignored", in.ignored)
         .member("zero_length", in.zero_length)
+        .member("steps", in.steps)
         .end();
   }
-  j.end().key("entries").begin_array();
+  const KernelStepLevels& sl = c.step_levels;
+  j.end().key("step_levels").begin_object(Layout::compact);
+  j.member("samples", sl.samples).member("steps", sl.steps).member("gpus", sl.gpus);
+  if (sl.step_estimable) j.member("step_sigma", sl.step_sigma);
+  if (sl.gpu_step_estimable) j.member("gpu_step_sigma", sl.gpu_step_sigma);
+  if (sl.step_estimable) j.member("residual_sigma", sl.residual_sigma);
+  if (!sl.skipped.empty()) j.member("skipped", sl.skipped);
+  j.end();
+  j.key("entries").begin_array();
   for (const auto& target : c.targets) {
     j.begin_object(Layout::compact)
         .member("entry", target.target)

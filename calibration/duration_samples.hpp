@@ -33,6 +33,7 @@ struct DurationSample {
   uint32_t signature = 0;
   int32_t gpu = -1;  ///< index into SampleSet::gpu_ids, or -1 when unknown
   double seconds = 0;
+  int64_t step = -1;  ///< training step (ProfilerStep# annotation, CSV step column), -1 unknown
 };
 
 /// Where samples came from, for the provenance of the fitted section.
@@ -43,6 +44,7 @@ struct InputSummary {
   size_t ignored = 0;      ///< events that are not GPU kernels (CPU ops, memcpy, ...)
   size_t zero_length = 0;  ///< GPU kernels of zero duration (profiler rounding), skipped
   std::string first_zero_length;  ///< "file:line:col" of the first of them
+  size_t steps = 0;  ///< distinct steps its samples carry (ProfilerStep# windows, step column)
 };
 
 /// Options that decide signatures and identities.
@@ -77,8 +79,8 @@ class SampleSet {
   uint32_t kernel_signature(std::string_view raw_name, std::string_view shape, std::string_view stream);
   /// A collective's signature.
   uint32_t collective_signature(const CollectiveInfo& info);
-  void add(uint32_t signature, int32_t gpu, double seconds) {
-    samples_.push_back({signature, gpu, seconds});
+  void add(uint32_t signature, int32_t gpu, double seconds, int64_t step = -1) {
+    samples_.push_back({signature, gpu, seconds, step});
   }
   void add_input(InputSummary input) { inputs_.push_back(std::move(input)); }
   /// One member's duration of the `seq`-th call on the group of ranks `group` (its key) in the

@@ -6,6 +6,7 @@
 #include <limits>
 #include <map>
 #include <optional>
+#include <set>
 #include <memory>
 #include <sstream>
 #include <unordered_map>
@@ -43,8 +44,17 @@ struct TraceEvent {
   double device = -1, pid = -1, tid = -1, stream = -1;
   double in_nelems = 0, out_nelems = 0;
   double external_id = -1;
+  double correlation = -1;
   std::vector<int> group_ranks;
 };
+
+/// N of a "ProfilerStep#N" annotation, or -1.
+int64_t profiler_step(const std::string& name) {
+  constexpr std::string_view prefix = "ProfilerStep#";
+  if (name.rfind(prefix, 0) != 0) return -1;
+  const auto n = parse_number(std::string_view(name).substr(prefix.size()));
+  return n && *n >= 0 && *n == std::floor(*n) && *n < 9e15 ? static_cast<int64_t>(*n) : -1;
+}
 
 /// A number, or a string holding one (pids and tids are either); -1 otherwise.
 double number_or_string(JsonScanner& json) {
@@ -92,6 +102,13 @@ class KinetoReader {
     int device = 0;
     double external_id = -1;
     double seconds = 0;
+    double start_us = 0;
+    double correlation = -1;
+  };
+  /// A ProfilerStep#N annotation: on the host (user_annotation) or the GPU (gpu_user_annotation).
+  struct StepWindow {
+    double begin_us = 0, end_us = 0;
+    int64_t step = 0;
   };
   struct PendingCollective {
     CollectiveInfo info;
@@ -108,6 +125,12 @@ class KinetoReader {
       event(e);
       const bool gpu_kernel = e.ph == "X" && (e.cat == "kernel" || e.cat == "Kernel");
       if (!gpu_kernel) {
+        if (const int64_t step = e.ph == "X" ? profiler_step(e.name) : -1; step >= 0 && e.dur >= 0) {
+          (e.cat == "gpu_user_annotation" ? gpu_steps_ : host_steps_)
+              .push_back({e.ts, e.ts + e.dur, step});
+        } else if (e.correlation >= 0 && (e.cat == "cuda_runtime" || e.cat == "cuda_driver")) {
+          launch_us_[e.correlation] = e.ts;
+        }
         if (set_.options().by_shape && e.external_id >= 0 && !e.shape.empty()) {
           shapes_[e.external_id] = e.shape;
         }
@@ -151,7 +174,7 @@ class KinetoReader {
                                                 : fmt::format("{}", e.tid);
       kernels_pending_.push_back({intern(raw_names_, raw_name_index_, e.name),
                                   intern(streams_, stream_index_, stream), device, e.external_id,
-                                  seconds});
+                                  seconds, e.ts, e.correlation});
     });
   }
 
@@ -183,6 +206,7 @@ class KinetoReader {
       if (key == "device" && next != '"') e.device = json_.number();
       else if (key == "stream" && next != '"') e.stream = json_.number();
       else if (key == "External id" && next != '"') e.external_id = json_.number();
+      else if (key == "correlation" && next != '"') e.correlation = json_.number();
       else if (key == "In msg nelems" && next != '"') e.in_nelems = json_.number();
       else if (key == "Out msg nelems" && next != '"') e.out_nelems = json_.number();
       else if (key == "dtype" && next == '"') e.dtype = json_.string();
@@ -243,15 +267,32 @@ class KinetoReader {
       }
       return it->second;
     };
+    // Steps: the GPU-side ProfilerStep# window holding the kernel's start, else the host-side
+    // window holding its launch (the runtime call of the same correlation id) or its start.
+    std::set<int64_t> steps_seen;
+    auto step_of = [&](const PendingKernel& k) -> int64_t {
+      const bool on_gpu = !gpu_steps_.empty();
+      double t = k.start_us;
+      if (!on_gpu && k.correlation >= 0) {
+        if (const auto it = launch_us_.find(k.correlation); it != launch_us_.end()) t = it->second;
+      }
+      for (const StepWindow& w : on_gpu ? gpu_steps_ : host_steps_) {
+        if (t >= w.begin_us && t < w.end_us) return w.step;
+      }
+      return -1;
+    };
     for (const PendingKernel& k : kernels_pending_) {
       std::string_view shape;
       if (set_.options().by_shape) {
         const auto it = shapes_.find(k.external_id);
         if (it != shapes_.end()) shape = it->second;
       }
+      const int64_t step = step_of(k);
+      if (step >= 0) steps_seen.insert(step);
       set_.add(set_.kernel_signature(raw_names_[k.name], shape, streams_[k.stream]), gpu(k.device),
-               k.seconds);
+               k.seconds, step);
     }
+    summary_.steps = steps_seen.size();
     // Calls of a group on this rank in time order: the k-th is the k-th on every member.
     std::stable_sort(collectives_.begin(), collectives_.end(),
                      [](const auto& a, const auto& b) { return a.start_us < b.start_us; });
@@ -281,6 +322,8 @@ class KinetoReader {
   std::unordered_map<double, std::string> shapes_;  ///< by External id of CPU operators
   std::vector<PendingKernel> kernels_pending_;
   std::vector<PendingCollective> collectives_;
+  std::vector<StepWindow> host_steps_, gpu_steps_;
+  std::unordered_map<double, double> launch_us_;  ///< correlation id -> launch time (runtime call)
 };
 
 /// A CSV line's fields with their 1-based columns; fields may be double-quoted ("" is a quote).
@@ -342,6 +385,7 @@ void read_samples_csv(const std::string& path, SampleSet& set) {
   std::string line;
   int line_no = 0;
   size_t samples = 0;
+  std::set<int64_t> csv_steps;
   while (std::getline(in, line)) {
     ++line_no;
     if (line.empty() || line == "\r" || line[0] == '#') continue;
@@ -395,9 +439,13 @@ void read_samples_csv(const std::string& path, SampleSet& set) {
       diags.error(SourceLoc{file, line_no, duration_column},
                   fmt::format("duration_us must be a positive number of microseconds, got '{}'", text));
     }
+    int64_t step_value = -1;
     if (column_of[step] >= 0) {
       const auto s = parse_number(field(step).first);
-      if (!s || *s < 0 || *s != std::floor(*s)) {
+      if (s && *s >= 0 && *s == std::floor(*s) && *s < 9e15) {
+        step_value = static_cast<int64_t>(*s);
+        csv_steps.insert(step_value);
+      } else {
         diags.error(SourceLoc{file, line_no, field(step).second},
                     fmt::format("step must be a non-negative integer, got '{}'", field(step).first));
       }
@@ -413,7 +461,7 @@ void read_samples_csv(const std::string& path, SampleSet& set) {
     const auto collective = is_nccl_kernel(kernel) ? collective_from_name(kernel) : std::nullopt;
     const uint32_t signature =
         collective ? set.collective_signature(*collective) : set.kernel_signature(kernel, "", "");
-    set.add(signature, gpu_index, *us * 1e-6);
+    set.add(signature, gpu_index, *us * 1e-6, step_value);
     ++samples;
   }
   if (diags.empty() && column_of[name] < 0) {
@@ -422,7 +470,7 @@ void read_samples_csv(const std::string& path, SampleSet& set) {
     diags.error(SourceLoc{file, line_no, 1}, "no samples after the header");
   }
   diags.throw_if_any();
-  set.add_input({path, "samples csv", samples, 0, 0, ""});
+  set.add_input({path, "samples csv", samples, 0, 0, "", csv_steps.size()});
 }
 
 void read_nccl_tests_log(const std::string& path, SampleSet& set) {

@@ -5,11 +5,13 @@
 #include <map>
 #include <numeric>
 #include <optional>
+#include <set>
 #include <stdexcept>
 
 #include <fmt/format.h>
 
 #include "stats/distribution.hpp"
+#include "timeline_calibration.hpp"
 
 namespace prismsim {
 namespace {
@@ -394,7 +396,49 @@ Calibration calibrate(const SampleSet& set, const CalibrationOptions& options) {
   for (auto& [target, pool] : pools) {
     out.targets.push_back({target, pool.first, fit_slowdowns(std::move(pool.second), options)});
   }
+  out.step_levels = kernel_step_levels(set);
   return out;
+}
+
+KernelStepLevels kernel_step_levels(const SampleSet& set) {
+  KernelStepLevels l;
+  std::map<int64_t, int32_t> step_id;
+  std::set<int32_t> gpus;
+  std::vector<PassSample> passes;
+  for (const DurationSample& d : set.samples()) {
+    if (d.step < 0 || d.gpu < 0 || d.seconds <= 0 ||
+        set.signatures()[d.signature].kind != SampleKind::kernel) {
+      continue;
+    }
+    PassSample p;
+    p.signature = d.signature;
+    p.gpu = d.gpu;
+    p.step = step_id.try_emplace(d.step, static_cast<int32_t>(step_id.size())).first->second;
+    p.log_duration = std::log(d.seconds);
+    passes.push_back(p);
+    gpus.insert(d.gpu);
+  }
+  l.samples = passes.size();
+  l.steps = step_id.size();
+  l.gpus = gpus.size();
+  if (passes.empty()) {
+    l.skipped = "no kernel sample carries its step (ProfilerStep# annotations or a step column)";
+    return l;
+  }
+  // Dense GPU ids for the decomposition.
+  std::map<int32_t, int32_t> gpu_id;
+  for (int32_t g : gpus) gpu_id.emplace(g, static_cast<int32_t>(gpu_id.size()));
+  for (PassSample& p : passes) p.gpu = gpu_id.at(p.gpu);
+  Estimability e;
+  const VarianceComponents vc = estimate_components(passes, &e);
+  l.step_estimable = e.step;
+  l.gpu_step_estimable = e.gpu_step;
+  l.step_sigma = std::sqrt(vc.step);
+  l.gpu_step_sigma = std::sqrt(vc.gpu_step);
+  l.residual_sigma = std::sqrt(vc.forward_pass);
+  if (!e.step) l.skipped = "one step: a step-wide factor needs at least two";
+  else if (!e.gpu_step) l.skipped = "one GPU: GPU x step needs at least two GPUs";
+  return l;
 }
 
 }  // namespace prismsim

@@ -73,17 +73,32 @@ struct TargetFit {
   SlowdownFit fit;
 };
 
+/// Step-level variation shown by kernel samples that carry their step (ProfilerStep#
+/// annotations, a CSV step column): the random-effects decomposition of the timelines
+/// (docs/calibration.md) over kernel signatures. Reported; the kernel noise fitted here contains
+/// it, so it is not written as levels.
+struct KernelStepLevels {
+  size_t samples = 0, steps = 0, gpus = 0;
+  bool step_estimable = false, gpu_step_estimable = false;
+  double step_sigma = 0, gpu_step_sigma = 0, residual_sigma = 0;
+  std::string skipped;  ///< why there is none
+};
+
 /// Everything a calibration found.
 struct Calibration {
   std::vector<SignatureFit> signatures;
   std::vector<TargetFit> targets;
   SpatialFit spatial;
+  KernelStepLevels step_levels;
 };
 
 /// Fits the samples: per signature a nominal and the distribution of slowdowns around it; per
 /// GPU a persistent speed (when GPUs are known), outliers flagged; pooled per kernel class and
 /// per collective scope. Pure and deterministic. See docs/calibration.md.
 Calibration calibrate(const SampleSet& set, const CalibrationOptions& options);
+
+/// The step-level decomposition of the kernel samples that carry a step and a GPU.
+KernelStepLevels kernel_step_levels(const SampleSet& set);
 
 /// Fits families to `slowdowns` (all positive) and chooses one as CalibrationOptions says.
 SlowdownFit fit_slowdowns(std::vector<double> slowdowns, const CalibrationOptions& options);

@@ -3,6 +3,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
@@ -19,6 +20,7 @@
 #include "config/scenario_loader.hpp"
 #include "core/files.hpp"
 #include "sample_readers.hpp"
+#include "timeline_calibration.hpp"
 #include "variability_calibration.hpp"
 #include "workload/job_builder.hpp"
 
@@ -34,7 +36,9 @@ const char* const kUsage =
     "                          [--strip-templates]\n"
     "                          [--gpus-per-node N] [--min-samples N] [--max-ks D]\n"
     "  INPUT: a PyTorch profiler (Kineto) trace .json, a samples .csv\n"
-    "         (name,duration_us[,gpu][,node][,step]) or an nccl-tests log (any other name)\n";
+    "         (name,duration_us[,gpu][,node][,step]), an op timeline .csv\n"
+    "         (rank,step,optype,start_ts,duration[,stage][,dp_rank][,mb_id]) or an nccl-tests log\n"
+    "         (any other name)\n";
 
 const std::set<std::string> kClasses = {"gemm", "attention", "elementwise", "optimizer"};
 
@@ -159,6 +163,31 @@ bool draw_plots(const std::string& dir) {
   return WIFEXITED(status) && WEXITSTATUS(status) == 0;
 }
 
+/// `prismsim calibrate` on op timelines (docs/calibration.md, "Timelines").
+int calibrate_timelines_command(const CalibrateOptions& o, const std::string& command) {
+  std::vector<Timeline> timelines;
+  std::vector<Diagnostic> problems;
+  for (const std::string& path : o.inputs) {
+    try {
+      timelines.push_back(read_timeline_csv(path));
+    } catch (const InputError& e) {
+      problems.insert(problems.end(), e.diagnostics().begin(), e.diagnostics().end());
+    }
+  }
+  if (!problems.empty()) throw InputError(problems);
+  TimelineOptions options;
+  options.fit = o.calibration;
+  options.gpus_per_node = static_cast<size_t>(o.signature.gpus_per_node);
+  const TimelineCalibration c = calibrate_timelines(timelines, options);
+  write_timeline_section(c, o.out, command);
+  std::cout << timeline_report(c) << fmt::format("\nwrote {}\n", o.out);
+  if (!o.report.empty()) {
+    write_file(o.report, timeline_json(c));
+    std::cout << fmt::format("wrote {}\n", o.report);
+  }
+  return kExitOk;
+}
+
 }  // namespace
 
 int calibrate_command(int argc, char** argv) {
@@ -168,6 +197,19 @@ int calibrate_command(int argc, char** argv) {
   if (help) return kExitOk;
   if (!o.scenario.empty()) {
     add_scenario_classes(o.scenario, o.overrides, vm.count("gpus-per-node") > 0, o.signature);
+  }
+  const size_t timelines = static_cast<size_t>(
+      std::count_if(o.inputs.begin(), o.inputs.end(), [](const std::string& p) {
+        return std::filesystem::path(p).extension() == ".csv" && is_timeline_csv(p);
+      }));
+  if (timelines > 0) {
+    if (timelines != o.inputs.size()) {
+      throw UsageError("op timelines cannot be mixed with other inputs: calibrate them apart");
+    }
+    if (!o.plots.empty() || !o.scenario.empty()) {
+      throw UsageError("--plots and --scenario are not used with op timelines: use --report");
+    }
+    return calibrate_timelines_command(o, command_line(argc, argv));
   }
   const SampleSet set = read_calibration_inputs(o.inputs, o.signature);
   const Calibration calibration = calibrate(set, o.calibration);

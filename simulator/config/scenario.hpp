@@ -254,6 +254,14 @@ struct ParallelismSpec {
   PipelineSchedule schedule = PipelineSchedule::one_f_one_b;
   int virtual_stages = 1;             ///< model chunks per pipeline rank (interleaved)
   std::vector<int> stage_layers;      ///< layers per (virtual) stage; empty: even split
+  /// Compute time of one microbatch's forward and backward pass per (virtual) stage, s: the
+  /// stage's compute kernels are scaled to sum to it (communication and host gaps keep their
+  /// time). Empty: the kernel model's times.
+  struct StageTime {
+    double forward_s = 0;
+    double backward_s = 0;
+  };
+  std::vector<StageTime> stage_times;
   Recompute recompute = Recompute::none;
   /// Innermost first: consecutive ranks differ in order[0] (Megatron: tp, cp, pp, dp).
   std::vector<ParallelDim> order = {ParallelDim::tp, ParallelDim::cp, ParallelDim::pp,

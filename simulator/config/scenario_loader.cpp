@@ -30,6 +30,7 @@ constexpr double kMaxPassesPerStep = 1e8;
 /// Parallelism keys that only transformer workloads read.
 const std::vector<std::string> kTransformerOnlyKeys = {
     "sequence_parallel", "data_parallel", "schedule", "virtual_stages", "stage_layers",
+    "stage_times",
     "recompute", "order", "gradient_bucket", "overlap_gradient_reduce", "framework",
     "pipeline_transfer", "pipeline_sends", "overlap_param_gather", "reshard_after_forward",
     "fsdp_replicas", "gradient_reduce_precision", "gradient_sync", "gradient_buckets",
@@ -433,6 +434,23 @@ void read_run_settings(MapReader& r, Scenario& s) {
         }
       }
     }
+    if (const ConfigNode* list = p.list("stage_times", false)) {
+      for (size_t i = 0; i < list->items.size(); ++i) {
+        const ConfigNode& item = list->items[i];
+        const std::string path = fmt::format("{}.{}", p.path_of("stage_times"), i);
+        if (!item.is_map()) {
+          r.diags().error(item.loc, fmt::format("'{}' must be a map {{forward: TIME, backward: TIME}}",
+                                                path));
+          continue;
+        }
+        MapReader t(item, path, r.diags());
+        ParallelismSpec::StageTime st;
+        assign(st.forward_s, t.positive_quantity("forward", true, units::parse_duration));
+        assign(st.backward_s, t.positive_quantity("backward", true, units::parse_duration));
+        t.finish();
+        s.parallelism.stage_times.push_back(st);
+      }
+    }
     assign(s.parallelism.recompute, p.choice("recompute", false, {"none", "selective", "full"}));
     if (const ConfigNode* list = p.list("order", false)) {
       const std::vector<std::string> names = {"tp", "cp", "pp", "dp"};
@@ -662,6 +680,11 @@ void check_transformer(const ConfigNode& root, const Scenario& s, Diagnostics& d
     diags.error(at, "schedule 'interleaved' needs pp >= 2 and virtual_stages >= 2");
   } else if (p.schedule != PipelineSchedule::interleaved && p.virtual_stages != 1) {
     diags.error(at, "virtual_stages > 1 needs schedule 'interleaved'");
+  }
+  if (!p.stage_times.empty() && static_cast<int64_t>(p.stage_times.size()) != chunks) {
+    diags.error(loc_of(root, "parallelism.stage_times"),
+                fmt::format("'parallelism.stage_times' must give {} stages (pp x virtual_stages); "
+                            "got {}", chunks, p.stage_times.size()));
   }
   if (!p.stage_layers.empty()) {
     const int64_t sum = std::accumulate(p.stage_layers.begin(), p.stage_layers.end(), int64_t{0});

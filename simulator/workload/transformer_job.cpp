@@ -199,7 +199,10 @@ class TransformerJobBuilder {
   /// The ops of `items` (kernels fused into segments named `name`), cached under `key`.
   const std::vector<OpTemplate>& templates_of(const std::string& key, const std::string& name,
                                               const std::vector<const PassItem*>& items,
-                                              const LayerGroups& groups);
+                                              const LayerGroups& groups, double scale = 1);
+  /// The factor on compute kernel times that makes a pass of virtual stage `vs` take its
+  /// parallelism.stage_times entry (1 without one).
+  double stage_time_scale(bool forward, int vs);
   /// The ops of units [begin, end) of a forward or backward pass of virtual stage `vs`.
   const std::vector<OpTemplate>& templates(bool forward, int vs, size_t begin, size_t end,
                                            const LayerGroups& groups);
@@ -377,7 +380,7 @@ double TransformerJobBuilder::analytic_seconds(const PassItem& item, const Layer
 
 const std::vector<OpTemplate>& TransformerJobBuilder::templates_of(
     const std::string& key, const std::string& name, const std::vector<const PassItem*>& items,
-    const LayerGroups& groups) {
+    const LayerGroups& groups, double scale) {
   auto [it, added] = templates_.try_emplace(key);
   if (!added) return it->second;
   std::vector<OpTemplate>& ops = it->second;
@@ -393,7 +396,7 @@ const std::vector<OpTemplate>& TransformerJobBuilder::templates_of(
   };
   for (const PassItem* item : items) {
     if (item->kind == PassItem::Kind::kernel) {
-      segment.add({item->work.name, item->work.kernel_class, kernel_time(item->work)});
+      segment.add({item->work.name, item->work.kernel_class, scale * kernel_time(item->work)});
     } else if (!network_) {
       const GroupId group = *(item->group == LayerGroup::tp ? groups.tp : groups.cp);
       segment.add({item->name, KernelClass::communication, analytic_seconds(*item, groups),
@@ -421,7 +424,19 @@ const std::vector<OpTemplate>& TransformerJobBuilder::templates(bool forward, in
   for (size_t u = begin; u < end; ++u) {
     for (const PassItem& item : all[u].items) items.push_back(&item);
   }
-  return templates_of(key, name, items, groups);
+  return templates_of(key, name, items, groups, stage_time_scale(forward, vs));
+}
+
+double TransformerJobBuilder::stage_time_scale(bool forward, int vs) {
+  if (p_.stage_times.empty()) return 1;
+  const auto& target = p_.stage_times[static_cast<size_t>(vs)];
+  double model_s = 0;
+  for (const PassUnit& unit : units(forward, vs)) {
+    for (const PassItem& item : unit.items) {
+      if (item.kind == PassItem::Kind::kernel) model_s += kernel_time(item.work);
+    }
+  }
+  return model_s > 0 ? (forward ? target.forward_s : target.backward_s) / model_s : 1;
 }
 
 SegmentId TransformerJobBuilder::single_kernel_segment(const std::string& name,

@@ -122,8 +122,9 @@ for f in $(json_get "$tmp/c/summary.json" "' '.join(f['path'] for f in d['proven
     "$(json_get "$tmp/c/summary.json" "[x['sha256'] for x in d['provenance']['inputs'] if x['path'] == '$f'][0]")"
 done
 same "provenance: version" "0.1.0" "$(json_get "$tmp/c/summary.json" "d['provenance']['prismsim_version']")"
-same "provenance: the platform's calibration" "azure-benchmarking-guide-nd/gemm_cublaslt_tflops.csv" \
-  "$(json_get "$tmp/c/summary.json" "d['provenance']['platform_calibration']['compute'].split()[0]")"
+same "provenance: the platform's calibration (platforms/h100-ndr.yaml calibration.compute)" \
+  "$(sed -n 's/^  compute: "\(.*\)"$/\1/p' platforms/h100-ndr.yaml)" \
+  "$(json_get "$tmp/c/summary.json" "d['provenance']['platform_calibration']['compute']")"
 cp "$example" "$tmp/edited.yaml"
 sed -i 's|\.\./\.\./platforms|'"$PWD"'/platforms|; s|\.\./layer-stack|'"$PWD"'/workloads/layer-stack|' "$tmp/edited.yaml"
 echo "# edited" >>"$tmp/edited.yaml"

@@ -1136,3 +1136,51 @@ TEST_CASE("analytic TP and CP collectives of equal size are charged by their own
   CHECK(charged("tp_all_gather") == rel(tp_s));
   CHECK(charged("cp_all_gather_kv") == rel(cp_s));
 }
+
+TEST_CASE("parallelism.stage_times scales each stage's compute kernels to its pass time") {
+  // tiny-gpt on 16 GPUs: tp 2, pp 2 (layers 0-1 and 2-3), analytic TP collectives so that a pass
+  // is one segment; gradients reduced after the backward pass (no buckets inside it).
+  const std::vector<std::string> base = {"engine.layer_collectives=analytic",
+                                         "parallelism.overlap_gradient_reduce=false"};
+  std::vector<std::string> timed = base;
+  timed.push_back("parallelism.stage_times=[{forward: 10ms, backward: 30ms}, "
+                  "{forward: 20ms, backward: 50ms}]");
+  const Job plain = tiny_job(base);
+  const Job job = tiny_job(timed);
+  // Per segment of that name (one per tensor-parallel group: the same kernels): compute and
+  // communication seconds.
+  auto segments_of = [](const Job& j, const std::string& name) {
+    std::vector<std::pair<double, double>> out;
+    for (const Segment& segment : j.segments) {
+      if (segment.name != name) continue;
+      double compute = 0, communication = 0;
+      for (const Kernel& k : segment.kernels) {
+        if (k.kernel_class == KernelClass::communication) communication += k.seconds;
+        else if (k.kernel_class != KernelClass::idle) compute += k.seconds;
+      }
+      out.emplace_back(compute, communication);
+    }
+    return out;
+  };
+  const std::pair<const char*, double> expected[] = {{"forward layers 0-1", 0.010},
+                                                     {"backward layers 0-1", 0.030},
+                                                     {"forward layers 2-3", 0.020},
+                                                     {"backward layers 2-3", 0.050}};
+  for (const auto& [name, seconds] : expected) {
+    CAPTURE(name);
+    const auto timed_segments = segments_of(job, name);
+    const auto plain_segments = segments_of(plain, name);
+    REQUIRE(!timed_segments.empty());
+    REQUIRE(timed_segments.size() == plain_segments.size());
+    for (size_t i = 0; i < timed_segments.size(); ++i) {
+      CHECK(timed_segments[i].first == rel(seconds, 1e-12));
+      CHECK(plain_segments[i].first != rel(seconds, 1e-3));  // the kernel model's own time differs
+      CHECK(timed_segments[i].second == rel(plain_segments[i].second, 1e-12));  // collectives kept
+    }
+  }
+  CHECK(errors_of(kTinyGpt, {"parallelism.stage_times=[{forward: 10ms, backward: 30ms}]"})
+            .find("'parallelism.stage_times' must give 2 stages (pp x virtual_stages); got 1") !=
+        std::string::npos);
+  CHECK(errors_of(kTinyGpt, {"parallelism.stage_times=[{forward: 10ms}, {forward: 1ms, backward: 2ms}]"})
+            .find("backward") != std::string::npos);
+}
