@@ -24,16 +24,41 @@ Simulation::Simulation(const Scenario& scenario, const Job& job, Topology topolo
   const double speed = scenario.platform.gpu.peak_flops.at(scenario.workload.precision);
   hosts_ = build_sim_platform(topology_, speed);
 
-  for (const CollectiveGroup& group : job.groups) {
-    std::vector<int> gpus;
-    position_.emplace_back(static_cast<size_t>(job.rank_count()), -1);
-    for (size_t i = 0; i < group.ranks.size(); ++i) {
-      position_.back()[static_cast<size_t>(group.ranks[i])] = static_cast<int>(i);
-      gpus.push_back(job.gpu_of_rank[static_cast<size_t>(group.ranks[i])]);
+  // Only the groups that simulated programs call get a runtime (with tensor-parallel symmetry
+  // most groups have no simulated member) and memberships, indexed by rank: counted, then filled
+  // in group order (so sorted by group).
+  std::vector<char> used(job.groups.size(), 0);
+  for (const auto& program : job.program_of_rank) {
+    if (!program) continue;
+    for (const auto& stream : program->streams) {
+      for (const Op& op : stream) {
+        if (const auto* call = std::get_if<ops::Collective>(&op)) used[call->group.index()] = 1;
+      }
     }
-    groups_.push_back(std::make_unique<GroupRuntime>(static_cast<int>(groups_.size()),
-                                                     std::move(gpus), topology_,
-                                                     scenario.platform, scenario.engine));
+  }
+  membership_begin_.assign(static_cast<size_t>(job.rank_count()) + 1, 0);
+  for (GroupId g(0); g.index() < job.groups.size(); g = GroupId(g.value() + 1)) {
+    if (!used[g.index()]) continue;
+    for (int rank : job.groups[g].ranks) ++membership_begin_[static_cast<size_t>(rank) + 1];
+  }
+  for (size_t r = 1; r < membership_begin_.size(); ++r) {
+    membership_begin_[r] += membership_begin_[r - 1];
+  }
+  memberships_.resize(membership_begin_.back());
+  std::vector<size_t> filled(membership_begin_.begin(), membership_begin_.end() - 1);
+  groups_.resize(job.groups.size());
+  for (GroupId g(0); g.index() < job.groups.size(); g = GroupId(g.value() + 1)) {
+    if (!used[g.index()]) continue;
+    const CollectiveGroup& group = job.groups[g];
+    std::vector<int> gpus;
+    gpus.reserve(group.ranks.size());
+    for (size_t i = 0; i < group.ranks.size(); ++i) {
+      const auto rank = static_cast<size_t>(group.ranks[i]);
+      memberships_[filled[rank]++] = {g, static_cast<int>(i)};
+      gpus.push_back(job.gpu_of_rank[rank]);
+    }
+    groups_[g] = std::make_unique<GroupRuntime>(g.value(), std::move(gpus), topology_,
+                                                scenario.platform, scenario.engine);
   }
   for (const auto& program : job.program_of_rank) {
     if (program) stream_count_ += static_cast<int>(program->streams.size());
@@ -48,6 +73,18 @@ Simulation::Simulation(const Scenario& scenario, const Job& job, Topology topolo
 }
 
 Simulation::~Simulation() = default;
+
+int Simulation::position_in(GroupId group, int rank) const {
+  const auto begin = memberships_.begin() +
+                     static_cast<std::ptrdiff_t>(membership_begin_[static_cast<size_t>(rank)]);
+  const auto end = memberships_.begin() +
+                   static_cast<std::ptrdiff_t>(membership_begin_[static_cast<size_t>(rank) + 1]);
+  const auto it = std::lower_bound(begin, end, group, [](const auto& membership, GroupId g) {
+    return membership.first < g;
+  });
+  assert(it != end && it->first == group && "a rank only runs collectives of its groups");
+  return it->second;
+}
 
 int Simulation::simulated_ranks() const {
   int count = 0;
@@ -331,8 +368,7 @@ void Simulation::Run::compute(int rank, int stream, int step, const std::vector<
 
 void Simulation::Run::collective(int rank, const ops::Collective& op) {
   const double start = sg4::Engine::get_clock();
-  const int position = sim_.position_[op.group][static_cast<size_t>(rank)];
-  assert(position >= 0 && "a rank only runs collectives of its groups");
+  const int position = sim_.position_in(op.group, rank);
   GroupRuntime& group = *sim_.groups_[op.group];
   const Algorithm algorithm = group.applicable(op.op, sim_.scenario_.engine.collective_algorithm);
   group.run(position, group.prepare(op.op, op.bytes, algorithm, op.root), result_.counters);

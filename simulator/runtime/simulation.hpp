@@ -71,8 +71,14 @@ class Simulation {
   Topology topology_;
   simgrid::s4u::Engine* engine_ = nullptr;
   std::vector<simgrid::s4u::Host*> hosts_;
-  IdVector<GroupId, std::unique_ptr<GroupRuntime>> groups_;
-  IdVector<GroupId, std::vector<int>> position_;  ///< [group][rank] position in the group, or -1
+  IdVector<GroupId, std::unique_ptr<GroupRuntime>> groups_;  ///< null: no simulated rank calls it
+  /// Position of `rank` in `group` (the rank must be a member).
+  int position_in(GroupId group, int rank) const;
+
+  /// The groups of each rank with its position in each, sorted by group: rank r's are
+  /// memberships_[membership_begin_[r] .. membership_begin_[r + 1]). Memory linear in the ranks.
+  std::vector<size_t> membership_begin_;
+  std::vector<std::pair<GroupId, int>> memberships_;
   IdVector<SegmentId, double> segment_communication_s_;  ///< per segment: its analytic collectives
   int stream_count_ = 0;                    ///< over all simulated ranks
 };

@@ -266,34 +266,30 @@ void TransformerJobBuilder::build_groups() {
   layer_groups_.assign(static_cast<size_t>(ranks), {});
   norm_group_.assign(static_cast<size_t>(ranks), std::nullopt);
   embedding_group_.assign(static_cast<size_t>(ranks), std::nullopt);
-  auto leader = [](const std::vector<int>& m, int rank) { return m.front() == rank; };
+  // Each group is built once, from its leader: its lowest rank, the one whose coordinates along
+  // the group's dimensions are 0. O(ranks) in all.
+  auto leads = [](const std::array<int, 4>& c, std::initializer_list<ParallelDim> dims) {
+    return std::all_of(dims.begin(), dims.end(),
+                       [&](ParallelDim dim) { return c[static_cast<size_t>(dim)] == 0; });
+  };
   const bool tied = s_.workload.model.tied_embeddings && p_.pp > 1;
   for (int rank = 0; rank < ranks; ++rank) {
-    if (p_.tp > 1) {
-      auto m = grid_.group(rank, {ParallelDim::tp});
-      if (leader(m, rank)) {
-        const GroupId g = add_group(m, "tp");
-        for (int r : m) layer_groups_[static_cast<size_t>(r)].tp = g;
-      }
+    auto c = grid_.coords(rank);
+    if (p_.tp > 1 && leads(c, {ParallelDim::tp})) {
+      const GroupId g = add_group(grid_.group(rank, {ParallelDim::tp}), "tp");
+      for (int r : job_.groups[g].ranks) layer_groups_[static_cast<size_t>(r)].tp = g;
     }
-    if (p_.cp > 1) {
-      auto m = grid_.group(rank, {ParallelDim::cp});
-      if (leader(m, rank)) {
-        const GroupId g = add_group(m, "cp");
-        for (int r : m) layer_groups_[static_cast<size_t>(r)].cp = g;
-      }
+    if (p_.cp > 1 && leads(c, {ParallelDim::cp})) {
+      const GroupId g = add_group(grid_.group(rank, {ParallelDim::cp}), "cp");
+      for (int r : job_.groups[g].ranks) layer_groups_[static_cast<size_t>(r)].cp = g;
     }
     // The gradient norm for clipping: one number reduced over every stage and replica (the
     // ranks of one tensor/context position; its other positions reduce the same in lockstep).
-    if (p_.pp * p_.dp > 1) {
-      auto m = grid_.group(rank, {ParallelDim::pp, ParallelDim::dp});
-      if (leader(m, rank)) {
-        const GroupId g = add_group(m, "norm");
-        for (int r : m) norm_group_[static_cast<size_t>(r)] = g;
-      }
+    if (p_.pp * p_.dp > 1 && leads(c, {ParallelDim::pp, ParallelDim::dp})) {
+      const GroupId g = add_group(grid_.group(rank, {ParallelDim::pp, ParallelDim::dp}), "norm");
+      for (int r : job_.groups[g].ranks) norm_group_[static_cast<size_t>(r)] = g;
     }
     // Tied embeddings: the first and the last stage hold the same weight.
-    auto c = grid_.coords(rank);
     if (tied && c[static_cast<size_t>(ParallelDim::pp)] == 0) {
       c[static_cast<size_t>(ParallelDim::pp)] = p_.pp - 1;
       const int last = grid_.rank(c);
@@ -326,8 +322,12 @@ void TransformerJobBuilder::build_data_parallel_groups() {
   const int shard = p_.dp / replicas;
   auto dp_of = [&](int rank) { return grid_.coords(rank)[static_cast<size_t>(ParallelDim::dp)]; };
   for (int rank = 0; rank < ranks; ++rank) {
-    auto all = grid_.group(rank, {ParallelDim::cp, ParallelDim::dp});
-    if (all.front() != rank) continue;
+    // Built once, from the group's lowest rank (context and data-parallel coordinates 0).
+    const auto c = grid_.coords(rank);
+    if (c[static_cast<size_t>(ParallelDim::cp)] + c[static_cast<size_t>(ParallelDim::dp)] > 0) {
+      continue;
+    }
+    const auto all = grid_.group(rank, {ParallelDim::cp, ParallelDim::dp});
     // Every shard group of this tensor/pipeline position, then every replicate group.
     std::vector<std::vector<int>> shards(static_cast<size_t>(replicas));
     std::vector<std::vector<int>> copies(static_cast<size_t>(replicas > 1 ? shard * p_.cp : 0));
