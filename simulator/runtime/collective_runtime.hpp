@@ -24,8 +24,6 @@ struct EventCounters {
 
 /// Messages carry no data, only a size. Sends `bytes` to `mailbox`.
 simgrid::s4u::CommPtr send_async(simgrid::s4u::Mailbox* mailbox, uint64_t bytes);
-/// Sends `bytes` to `mailbox` without anyone waiting for the send: SimGrid drops it when delivered.
-void send_detached(simgrid::s4u::Mailbox* mailbox, uint64_t bytes);
 /// Blocks until a message arrives on `mailbox`: one simcall, where Mailbox::get makes two.
 void receive(simgrid::s4u::Mailbox* mailbox);
 

@@ -250,11 +250,7 @@ void Simulation::Run::stream_main(int rank, int stream) {
       }
     }
   }
-  // Non-blocking sends are detached: nobody waits for them. Awaiting them at the step's end, as
-  // this loop once did, changed no simulated time (the step ends when their receivers have
-  // received them, and the gradient-norm all-reduce that follows the last pipeline pass needs
-  // every stage) but kept them on SimGrid 3.32's list of the actor's activities, which each
-  // completion searches linearly.
+  std::vector<sg4::CommPtr> sends;     // complete on their own; awaited at the step's end
   std::vector<sg4::CommPtr> blocking;  // awaited after the receive batched with them, if any
   std::vector<const Op*> fused;        // consecutive compute ops: one execution
   const bool launch_gaps = variation_ && variation_->has_launch_gaps();
@@ -297,12 +293,8 @@ void Simulation::Run::stream_main(int rank, int stream) {
                 const double bytes =
                     variation_ ? send.bytes * variation_->transfer_slowdown(rank, send.peer)
                                : send.bytes;
-                if (send.blocking) {
-                  blocking.push_back(
-                      send_async(mailbox_of_op[op_index], static_cast<uint64_t>(bytes)));
-                } else {
-                  send_detached(mailbox_of_op[op_index], static_cast<uint64_t>(bytes));
-                }
+                (send.blocking ? blocking : sends)
+                    .push_back(send_async(mailbox_of_op[op_index], static_cast<uint64_t>(bytes)));
                 ++result_.counters.transfers;
                 notable = false;
               },
@@ -331,8 +323,11 @@ void Simulation::Run::stream_main(int rank, int stream) {
       compute(rank, stream, step, fused);
       fused.clear();
     }
+    // Sends finish when their receivers take them; the step ends after they have.
     if (!blocking.empty()) sg4::Comm::wait_all(blocking);
     blocking.clear();
+    if (!sends.empty()) sg4::Comm::wait_all(sends);
+    sends.clear();
     finish_step(step);
   }
 }
