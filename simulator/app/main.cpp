@@ -14,6 +14,7 @@
 #include "app/cli_errors.hpp"
 #include "app/collective_command.hpp"
 #include "app/output_directory.hpp"
+#include "app/run_guard.hpp"
 #include "app/shard.hpp"
 #include "app/study.hpp"
 #include "app/sweep_command.hpp"
@@ -36,6 +37,7 @@ const char* const kUsage =
     "                    [--set PATH=VALUE]... [--deadline DEADLINE]... [--compare-to FILE]\n"
     "                    [--trace PATH [--trace-ranks 0-7,64] [--trace-format chrome|kineto]]\n"
     "                    [--attribute] [--breakdown] [--shard K/N]\n"
+    "                    [--max-memory SIZE] [--force]\n"
     "       prismsim check SCENARIO.yaml [--set PATH=VALUE]...\n"
     "       prismsim sweep SWEEP.yaml [--out DIR] [--jobs J] [--runs N] [--seed S]\n"
     "                    [--set PATH=VALUE]... [--shard K/N]  (one scenario over a grid)\n"
@@ -63,6 +65,8 @@ struct Options {
   bool breakdown = false;    ///< per-rank breakdown of the slowest and median runs
   std::vector<std::string> command_line;  ///< the whole command line, for provenance
   std::string shard;         ///< --shard K/N, or empty
+  std::string max_memory;    ///< refuse runs expected to need more; empty: available memory
+  bool force = false;        ///< run even when the estimate exceeds the memory
 };
 
 /// What the scenario's predictions rest on, on stderr: a line per uncalibrated part.
@@ -86,6 +90,11 @@ int run_check(const Options& options) {
     check_memory(s);
   }
   warn_uncalibrated(s);
+  const RunShape shape = job_shape(s, Topology(s.platform));
+  std::cout << fmt::format("expected run (estimate, --jobs 1): {}; {} of {} ranks simulated, "
+                           "{} actors, {} ops\n",
+                           estimate_run(shape, s.simulation.steps, s.simulation.runs, 1).str(),
+                           shape.simulated_ranks, shape.ranks, shape.streams, shape.ops);
   std::cout << fmt::format("{}: ok: scenario {} on {} ({} GPUs of {}), workload {}\n",
                            options.scenario, s.name, s.platform.name, s.parallelism.ranks(),
                            s.platform.total_gpus(), s.workload.name);
@@ -193,6 +202,17 @@ int run_command(const Options& options) {
     study.compare_to = options.compare_to;
     study.measured = read_measured_samples(options.compare_to);
   }
+  study.jobs = options.jobs > 0
+                   ? options.jobs
+                   : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  // Refused before the output directory is touched: its previous outputs stay.
+  if (!options.force) {
+    const RunEstimate estimate = estimate_scenario_run(scenario, study.jobs);
+    if (const auto refusal = run_refusal(estimate, options.max_memory)) {
+      std::cerr << "prismsim: error: " << *refusal << "\n";
+      return kExitBadInput;
+    }
+  }
   const std::filesystem::path out_dir(options.out);
   std::error_code ec;
   std::filesystem::create_directories(out_dir, ec);
@@ -200,9 +220,6 @@ int run_command(const Options& options) {
     throw UsageError(fmt::format("cannot write to output directory '{}'", options.out));
   }
   clear_previous_outputs(out_dir);  // never a mix of two studies (app/output_directory.hpp)
-  study.jobs = options.jobs > 0
-                   ? options.jobs
-                   : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   study.trace = options.trace;
   study.trace_ranks = options.trace_ranks;
   study.trace_format = options.trace_format == "kineto" ? TraceFormat::kineto : TraceFormat::chrome;
@@ -268,7 +285,11 @@ Options parse_command_line(int argc, char** argv, bool* handled) {
        "write breakdown.csv: where each rank's time went in the slowest and the median run")
       ("shard", po::value(&options.shard),
        "K/N: simulate only the K-th of N slices of the runs and write DIR/partial-result.txt "
-       "for prismsim merge (README: Running a study on Slurm)");
+       "for prismsim merge (README: Running a study on Slurm)")
+      ("max-memory", po::value(&options.max_memory),
+       "refuse a run whose estimated peak memory exceeds SIZE (e.g. 8GiB; default: the "
+       "machine's available memory)")
+      ("force", po::bool_switch(&options.force), "run even when the estimate exceeds it");
   po::options_description hidden;
   hidden.add_options()("command", po::value(&options.command))(
       "scenario", po::value(&options.scenario));

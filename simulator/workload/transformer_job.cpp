@@ -186,8 +186,11 @@ class TransformerJobBuilder {
         gradient_bytes_(bytes_per_element(s.parallelism.gradient_reduce_precision)) {}
 
   Job build();
+  RunShape shape();
 
  private:
+  /// Whether only tensor-parallel position 0 is simulated (see build()).
+  bool symmetric() const;
   bool layer_collectives_in_network();
   GroupId add_group(std::vector<int> ranks, const char* name);
   std::string group_key(std::optional<GroupId> group) const;
@@ -744,6 +747,28 @@ bool TransformerJobBuilder::layer_collectives_in_network() {
   return true;
 }
 
+bool TransformerJobBuilder::symmetric() const {
+  return s_.engine.tensor_parallel_symmetry && !network_ && p_.tp > 1 &&
+         topology_.only_gpu_links_saturate();
+}
+
+RunShape TransformerJobBuilder::shape() {
+  const int ranks = grid_.ranks();
+  network_ = layer_collectives_in_network();
+  job_.gpu_of_rank.resize(static_cast<size_t>(ranks));
+  std::iota(job_.gpu_of_rank.begin(), job_.gpu_of_rank.end(), 0);
+  build_groups();
+  RunShape shape;
+  shape.ranks = ranks;
+  const int64_t per_stage = ranks / p_.pp / (symmetric() ? p_.tp : 1);
+  for (int stage = 0; stage < p_.pp; ++stage) {
+    std::array<int, 4> c{};
+    c[static_cast<size_t>(ParallelDim::pp)] = stage;
+    add_program(shape, *rank_program(grid_.rank(c)), per_stage, false);
+  }
+  return shape;
+}
+
 Job TransformerJobBuilder::build() {
   const int ranks = grid_.ranks();
   network_ = layer_collectives_in_network();
@@ -754,8 +779,7 @@ Job TransformerJobBuilder::build() {
   // their transfers and data-parallel calls go to the same-position ranks of other groups. When
   // no link outside the GPUs' own can limit a flow, different positions never share a
   // constraint: every position runs exactly like position 0, so only position 0 is simulated.
-  if (s_.engine.tensor_parallel_symmetry && !network_ && p_.tp > 1 &&
-      topology_.only_gpu_links_saturate()) {
+  if (symmetric()) {
     job_.representative.resize(static_cast<size_t>(ranks));
     for (int rank = 0; rank < ranks; ++rank) {
       auto c = grid_.coords(rank);
@@ -785,6 +809,10 @@ Job TransformerJobBuilder::build() {
 
 Job build_transformer_job(const Scenario& scenario, const Topology& topology) {
   return TransformerJobBuilder(scenario, topology).build();
+}
+
+RunShape transformer_job_shape(const Scenario& scenario, const Topology& topology) {
+  return TransformerJobBuilder(scenario, topology).shape();
 }
 
 }  // namespace prismsim

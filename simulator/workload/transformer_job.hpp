@@ -6,6 +6,7 @@
 
 #include "config/scenario.hpp"
 #include "platform/topology.hpp"
+#include "workload/job_shape.hpp"
 #include "workload/program.hpp"
 #include "workload/transformer_model.hpp"
 
@@ -61,5 +62,9 @@ int microbatches_per_replica(const Scenario& scenario);
 /// segments), data-parallel gradient collectives (DDP buckets overlapped with the last backward
 /// pass on a second stream, ZeRO-1, or FSDP per-layer gathers and reductions) and the optimizer.
 Job build_transformer_job(const Scenario& scenario, const Topology& topology);
+
+/// The shape of build_transformer_job's job from one program per pipeline stage (the ranks of a
+/// stage have programs of one shape): cheap enough for `prismsim check` at any size.
+RunShape transformer_job_shape(const Scenario& scenario, const Topology& topology);
 
 }  // namespace prismsim

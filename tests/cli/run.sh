@@ -265,5 +265,22 @@ done
 same "16 p2p channels beat 1 on a 64 MB all-to-all" 1 \
   "$(awk 'NR == FNR { one = $1; next } { print ($1 < 0.8 * one) }' "$tmp/a2a-1" "$tmp/a2a-16")"
 
+# The run's cost estimate: printed by check, enforced by run unless --force.
+expect "check prints the run estimate" 0 "$prismsim" check "$tiny"
+same "check's estimate line" 1 "$(grep -c '^expected run (estimate, --jobs 1): [0-9]* MiB peak memory, .* s on one core' "$tmp/out")"
+expect "run refused under --max-memory" 2 "$prismsim" run "$tiny" --max-memory 1MiB --out "$tmp/refused"
+same "refusal message" 1 "$(grep -c '^prismsim: error: refusing to run: expected [0-9]* MiB peak memory, .* s on one core, .* events; up to [0-9]* MiB peak, but --max-memory is 1 MiB; .*--force' "$tmp/err")"
+same "refused run wrote nothing" 0 "$(ls "$tmp/refused" 2>/dev/null | wc -l)"
+expect "--force runs anyway" 0 "$prismsim" run "$tiny" --max-memory 1MiB --force --out "$tmp/forced"
+expect "bad --max-memory" 2 "$prismsim" run "$tiny" --max-memory lots --out "$tmp/refused"
+same "bad --max-memory message" 1 "$(grep -c "^prismsim: error: --max-memory 'lots'" "$tmp/err")"
+# 1,048,576 GPUs on a 2:1 fabric (every rank simulated): refused at once, before any build.
+huge=(--set parallelism.gpus=1048576 --set parallelism.dp=8192 --set workload.global_batch=16384
+      --set platform.datacenters.0.nodes=131072 --set platform.fabric.levels=3
+      --set platform.fabric.radix=256 --set "platform.fabric.oversubscription=[2,1]")
+expect "huge run refused quickly" 2 timeout 120 "$prismsim" run workloads/scenarios/llama3-405b-h100.yaml \
+  "${huge[@]}" --max-memory 8GiB --out "$tmp/huge"
+same "huge refusal names the estimate" 1 "$(grep -c '^prismsim: error: refusing to run: expected' "$tmp/err")"
+
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]
