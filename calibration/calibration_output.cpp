@@ -1,10 +1,10 @@
 #include "calibration_output.hpp"
 
+#include <fmt/format.h>
+
 #include <cmath>
 #include <filesystem>
 #include <map>
-
-#include <fmt/format.h>
 
 #include "core/files.hpp"
 #include "core/json.hpp"
@@ -33,12 +33,13 @@ std::string thousands(size_t n) {
 
 /// "KS normal 0.031, lognormal 0.004, gamma 0.006 -> lognormal".
 std::string fit_summary(const SlowdownFit& f) {
-  std::string out = fmt::format("{} samples, p50 {:.4f}, p95 {:.4f}, p99 {:.4f}", thousands(f.samples),
-                                f.p50, f.p95, f.p99);
+  std::string out = fmt::format("{} samples, p50 {:.4f}, p95 {:.4f}, p99 {:.4f}",
+                                thousands(f.samples), f.p50, f.p95, f.p99);
   if (f.families.empty()) return out + ": " + f.chosen;
   out += "; KS";
   for (size_t i = 0; i < f.families.size(); ++i) {
-    out += fmt::format("{} {} {:.4f}", i == 0 ? "" : ",", kFamilyNames[i], f.families[i].ks_distance);
+    out +=
+        fmt::format("{} {} {:.4f}", i == 0 ? "" : ",", kFamilyNames[i], f.families[i].ks_distance);
   }
   return out + fmt::format(", empirical {:.4f} -> {}", f.empirical_ks, f.chosen);
 }
@@ -57,19 +58,23 @@ std::string input_line(const InputSummary& in) {
 /// The step levels kernels show, one line (or why there are none).
 std::string step_levels_line(const KernelStepLevels& l) {
   if (l.samples == 0 || !l.step_estimable) return "step levels from kernels: none: " + l.skipped;
-  std::string out = fmt::format("step levels from kernels ({} samples, {} steps, {} GPUs): step sigma "
-                                "{:.4f}", thousands(l.samples), l.steps, l.gpus, l.step_sigma);
+  std::string out = fmt::format(
+      "step levels from kernels ({} samples, {} steps, {} GPUs): step sigma "
+      "{:.4f}",
+      thousands(l.samples), l.steps, l.gpus, l.step_sigma);
   out += l.gpu_step_estimable ? fmt::format(", GPU x step sigma {:.4f}", l.gpu_step_sigma)
                               : ", GPU x step: " + l.skipped;
-  return out + fmt::format(", residual {:.4f}; contained in the kernel noise, not written as levels",
-                           l.residual_sigma);
+  return out +
+         fmt::format(", residual {:.4f}; contained in the kernel noise, not written as levels",
+                     l.residual_sigma);
 }
 
 std::string calls_line(const SampleSet& set) {
   if (set.matched_calls() + set.unmatched_calls() == 0) return "";
-  return fmt::format("collective calls: {} matched across ranks (each the shortest of its members'\n"
-                     "  durations: the last to arrive waits for no one), {} seen on one rank only\n",
-                     thousands(set.matched_calls()), thousands(set.unmatched_calls()));
+  return fmt::format(
+      "collective calls: {} matched across ranks (each the shortest of its members'\n"
+      "  durations: the last to arrive waits for no one), {} seen on one rank only\n",
+      thousands(set.matched_calls()), thousands(set.unmatched_calls()));
 }
 
 /// An entry's key in its section: "kernels.gemm" -> "gemm".
@@ -124,20 +129,23 @@ void write_fit(JsonWriter& j, const SlowdownFit& f) {
 std::string distribution_yaml(const DistributionSpec& d, const std::string& empirical_file) {
   using F = DistributionSpec::Family;
   switch (d.family) {
-    case F::constant: return number(d.value);
+    case F::constant:
+      return number(d.value);
     case F::normal:
       return fmt::format("{{normal: {{mean: {}, stddev: {}, floor: {}}}}}", number(d.mean),
                          number(d.stddev), number(d.floor));
     case F::lognormal:
-      return fmt::format("{{lognormal: {{median: {}, sigma: {}{}}}}}", number(std::exp(d.mu) + d.shift),
-                         number(d.sigma), d.shift != 0 ? ", shift: " + number(d.shift) : "");
+      return fmt::format("{{lognormal: {{median: {}, sigma: {}{}}}}}",
+                         number(std::exp(d.mu) + d.shift), number(d.sigma),
+                         d.shift != 0 ? ", shift: " + number(d.shift) : "");
     case F::gamma:
       return fmt::format("{{gamma: {{shape: {}, scale: {}{}}}}}", number(d.shape), number(d.scale),
                          d.shift != 0 ? ", shift: " + number(d.shift) : "");
     case F::uniform:
       return fmt::format("{{uniform: {{min: {}, max: {}}}}}", number(d.low), number(d.high));
     case F::empirical: {
-      if (!empirical_file.empty()) return fmt::format("{{empirical: {{file: {}}}}}", empirical_file);
+      if (!empirical_file.empty())
+        return fmt::format("{{empirical: {{file: {}}}}}", empirical_file);
       std::string samples;
       for (double v : d.samples) samples += (samples.empty() ? "" : ", ") + number(v);
       return fmt::format("{{empirical: {{samples: [{}]}}}}", samples);
@@ -170,20 +178,23 @@ void write_variability_section(const Calibration& c, const SampleSet& set, const
     }
     const bool tail = measured != &f.distribution;
     const std::string file = fmt::format("{}.{}{}.txt", stem, name, tail ? ".tail" : "");
-    std::string values = fmt::format("# Empirical slowdowns of {}{}: {} quantiles (prismsim calibrate)\n",
-                                     name, tail ? ", its heavy tail" : "", measured->samples.size());
+    std::string values =
+        fmt::format("# Empirical slowdowns of {}{}: {} quantiles (prismsim calibrate)\n", name,
+                    tail ? ", its heavy tail" : "", measured->samples.size());
     for (double v : measured->samples) values += number(v) + '\n';
     write_file(out_path.parent_path() / file, values);
     return distribution_yaml(f.distribution, file);
   };
   std::string y = fmt::format(
       "# A scenario's variability section, fitted by prismsim calibrate from measured durations:\n"
-      "#   {}\n# Inputs:\n", command);
+      "#   {}\n# Inputs:\n",
+      command);
   for (const InputSummary& in : set.inputs()) y += "#   " + input_line(in) + "\n";
   if (set.matched_calls() + set.unmatched_calls() > 0) {
-    y += fmt::format("# Collective calls: {} matched across ranks (the shortest member's duration), "
-                     "{} on one rank only\n", thousands(set.matched_calls()),
-                     thousands(set.unmatched_calls()));
+    y += fmt::format(
+        "# Collective calls: {} matched across ranks (the shortest member's duration), "
+        "{} on one rank only\n",
+        thousands(set.matched_calls()), thousands(set.unmatched_calls()));
   }
   y += "# " + step_levels_line(c.step_levels) + "\n";
   size_t fitted = 0, skipped = 0;
@@ -200,7 +211,8 @@ void write_variability_section(const Calibration& c, const SampleSet& set, const
     const std::string key = entry_key(t.target);
     const auto text = [&](const char* indent) {
       return fmt::format("{0}# {1} signature{2}, {3}\n{0}{4}: {5}\n", indent, t.signatures,
-                         t.signatures == 1 ? "" : "s", fit_summary(t.fit), key, entry(t.target, t.fit));
+                         t.signatures == 1 ? "" : "s", fit_summary(t.fit), key,
+                         entry(t.target, t.fit));
     };
     if (t.target.rfind("kernels.", 0) == 0) {
       kernels += text("  ");
@@ -215,14 +227,17 @@ void write_variability_section(const Calibration& c, const SampleSet& set, const
   }
   const SpatialFit& sp = c.spatial;
   if (sp.per_gpu) {
-    y += fmt::format("gpus:\n  # {} GPUs{}; factor = a GPU's median duration over all GPUs'\n"
-                     "  # median, per kernel signature, then its median over signatures\n",
-                     sp.gpus, sp.nodes > 0 ? fmt::format(" on {} nodes", sp.nodes) : "");
+    y += fmt::format(
+        "gpus:\n  # {} GPUs{}; factor = a GPU's median duration over all GPUs'\n"
+        "  # median, per kernel signature, then its median over signatures\n",
+        sp.gpus, sp.nodes > 0 ? fmt::format(" on {} nodes", sp.nodes) : "");
     y += fmt::format("  # {}{}\n  per_gpu: {}\n", sp.nodes >= 2 ? "within a node: " : "",
                      fit_summary(*sp.per_gpu), entry("gpus.per_gpu", *sp.per_gpu));
     if (sp.node_sigma > 0) {
-      y += fmt::format("  # between nodes (random effects on log factors)\n"
-                       "  per_node: {{lognormal: {{median: 1, sigma: {}}}}}\n", number(sp.node_sigma));
+      y += fmt::format(
+          "  # between nodes (random effects on log factors)\n"
+          "  per_node: {{lognormal: {{median: 1, sigma: {}}}}}\n",
+          number(sp.node_sigma));
     }
   } else {
     y += fmt::format("# gpus: not fitted: {}\n", sp.skipped);
@@ -231,7 +246,8 @@ void write_variability_section(const Calibration& c, const SampleSet& set, const
     y += "slow_nodes:\n  # Nodes much slower than the rest where measured (robust z-score); for\n"
          "  # another placement, remove them or use random_slow_nodes.\n";
     for (const Outlier& o : sp.slow_nodes) {
-      const bool numeric = !o.id.empty() && o.id.find_first_not_of("0123456789") == std::string::npos;
+      const bool numeric =
+          !o.id.empty() && o.id.find_first_not_of("0123456789") == std::string::npos;
       y += fmt::format("  {}- {{node: {}, slowdown: {:.4f}}}  # z {:.1f}\n", numeric ? "" : "# ",
                        o.id, o.slowdown, o.z);
     }
@@ -245,7 +261,8 @@ void write_variability_section(const Calibration& c, const SampleSet& set, const
   }
   if (!transfers.empty()) {
     y += "  # Point-to-point transfers (pipeline send/receive), without the waits in the bubble\n"
-         "  transfer_jitter:\n" + transfers;
+         "  transfer_jitter:\n" +
+         transfers;
   }
   write_file(path, y);
 }
@@ -272,31 +289,35 @@ std::string calibration_report(const Calibration& c, const SampleSet& set) {
   const SpatialFit& sp = c.spatial;
   if (sp.per_gpu) {
     r += row("gpus.per_gpu", "-", *sp.per_gpu);
-    r += fmt::format("\nspatial: {} GPUs{}", sp.gpus, sp.nodes > 0 ? fmt::format(" on {} nodes", sp.nodes) : "");
+    r += fmt::format("\nspatial: {} GPUs{}", sp.gpus,
+                     sp.nodes > 0 ? fmt::format(" on {} nodes", sp.nodes) : "");
     if (sp.nodes >= 2) r += fmt::format(", between-node sigma {:.4f}", sp.node_sigma);
     r += "\n";
   } else {
     r += fmt::format("\nspatial: not fitted: {}\n", sp.skipped);
   }
   for (const Outlier& o : sp.slow_nodes) {
-    r += fmt::format("  slow node {}: {:.4f}x the median (robust z {:.1f})\n", o.id, o.slowdown, o.z);
+    r += fmt::format("  slow node {}: {:.4f}x the median (robust z {:.1f})\n", o.id, o.slowdown,
+                     o.z);
   }
   for (const Outlier& o : sp.slow_gpus) {
-    r += fmt::format("  slow GPU {}: {:.4f}x the median (robust z {:.1f})\n", o.id, o.slowdown, o.z);
+    r +=
+        fmt::format("  slow GPU {}: {:.4f}x the median (robust z {:.1f})\n", o.id, o.slowdown, o.z);
   }
-  r += fmt::format("\n{:<10} {:>9} {:>7} {:>10} {:>7} {:>7} {:>17}  {:<26}  {}\n", "kind", "samples",
-                   "waits", "nominal", "p95", "p99", "fit (KS)", "entry", "signature");
+  r += fmt::format("\n{:<10} {:>9} {:>7} {:>10} {:>7} {:>7} {:>17}  {:<26}  {}\n", "kind",
+                   "samples", "waits", "nominal", "p95", "p99", "fit (KS)", "entry", "signature");
   for (const SignatureFit& s : c.signatures) {
     const Signature& sig = set.signatures()[s.signature];
     const std::string waits = s.bubble_waits > 0 ? thousands(s.bubble_waits) : "-";
     if (!s.fit) {
-      r += fmt::format("{:<10} {:>9} {:>7}  {:<72}  {}\n", to_string(sig.kind), thousands(s.samples),
-                       waits, "skipped: " + s.skipped, sig.name);
+      r += fmt::format("{:<10} {:>9} {:>7}  {:<72}  {}\n", to_string(sig.kind),
+                       thousands(s.samples), waits, "skipped: " + s.skipped, sig.name);
       continue;
     }
     r += fmt::format("{:<10} {:>9} {:>7} {:>10} {:>7.4f} {:>7.4f} {:>17}  {:<26}  {}\n",
                      to_string(sig.kind), thousands(s.samples), waits, human_seconds(s.nominal_s),
-                     s.fit->p95, s.fit->p99, fmt::format("{} ({:.3f})", s.fit->chosen, s.fit->ks_distance),
+                     s.fit->p95, s.fit->p99,
+                     fmt::format("{} ({:.3f})", s.fit->chosen, s.fit->ks_distance),
                      s.target.empty() ? "not placed: scope unknown" : s.target, sig.name);
   }
   return r;

@@ -1,11 +1,11 @@
 #include "duration_samples.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <set>
-
-#include <fmt/format.h>
 
 #include "core/text.hpp"
 
@@ -38,9 +38,12 @@ std::string power_of_two_bytes(double bytes) {
 
 const char* to_string(SampleKind kind) {
   switch (kind) {
-    case SampleKind::kernel: return "kernel";
-    case SampleKind::collective: return "collective";
-    case SampleKind::p2p: return "p2p";
+    case SampleKind::kernel:
+      return "kernel";
+    case SampleKind::collective:
+      return "collective";
+    case SampleKind::p2p:
+      return "p2p";
   }
   return "?";
 }
@@ -71,9 +74,12 @@ std::string normalise_kernel_name(std::string_view raw, bool strip_templates) {
     std::string out;
     int angle = 0;
     for (char c : name) {
-      if (c == '<') ++angle;
-      else if (c == '>' && angle > 0) --angle;
-      else if (angle == 0) out += c;
+      if (c == '<')
+        ++angle;
+      else if (c == '>' && angle > 0)
+        --angle;
+      else if (angle == 0)
+        out += c;
     }
     name = out;
   }
@@ -84,8 +90,8 @@ std::string normalise_kernel_name(std::string_view raw, bool strip_templates) {
 std::string kernel_class_by_name(std::string_view name) {
   const std::string n = lower(name);
   if (contains_any(n, {"flash", "fmha", "attention", "attn", "sdpa"})) return "attention";
-  if (contains_any(n, {"gemm", "cutlass", "cublas", "xmma", "matmul", "nvjet", "_mma", "wgrad",
-                       "dgrad"})) {
+  if (contains_any(
+          n, {"gemm", "cutlass", "cublas", "xmma", "matmul", "nvjet", "_mma", "wgrad", "dgrad"})) {
     return "gemm";
   }
   if (contains_any(n, {"adam", "multi_tensor", "optimizer", "sgd", "lamb"})) return "optimizer";
@@ -97,9 +103,9 @@ std::optional<CollectiveInfo> collective_from_name(std::string_view name) {
   std::erase(n, '_');
   // First match wins: "reduce" after the operations whose names contain it.
   static const std::pair<const char*, const char*> kOps[] = {
-      {"send", "send_recv"},         {"recv", "send_recv"},       {"p2p", "send_recv"},
-      {"allreduce", "all_reduce"},   {"allgather", "all_gather"}, {"reducescatter", "reduce_scatter"},
-      {"alltoall", "all_to_all"},    {"broadcast", "broadcast"},  {"reduce", "reduce"}};
+      {"send", "send_recv"},       {"recv", "send_recv"},       {"p2p", "send_recv"},
+      {"allreduce", "all_reduce"}, {"allgather", "all_gather"}, {"reducescatter", "reduce_scatter"},
+      {"alltoall", "all_to_all"},  {"broadcast", "broadcast"},  {"reduce", "reduce"}};
   for (const auto& [needle, op] : kOps) {
     if (n.find(needle) == std::string::npos) continue;
     CollectiveInfo info;
@@ -117,7 +123,8 @@ bool is_nccl_kernel(std::string_view name) { return lower(name.substr(0, 4)) == 
 
 double dtype_bytes(std::string_view dtype) {
   const std::string d = lower(dtype);
-  if (d == "double" || d == "long" || d == "int64" || d == "float64" || d == "complexfloat") return 8;
+  if (d == "double" || d == "long" || d == "int64" || d == "float64" || d == "complexfloat")
+    return 8;
   if (d == "float" || d == "int" || d == "float32" || d == "int32") return 4;
   if (d == "bfloat16" || d == "half" || d == "float16" || d == "short") return 2;
   if (d == "byte" || d == "char" || d == "bool" || d.rfind("float8", 0) == 0 || d == "int8" ||
@@ -149,8 +156,8 @@ int32_t SampleSet::gpu(const std::string& id, const std::string& node) {
 }
 
 uint32_t SampleSet::intern(Signature signature) {
-  const auto [it, inserted] = signature_of_name_.emplace(
-      std::pair{signature.kind, signature.name}, static_cast<uint32_t>(signatures_.size()));
+  const auto [it, inserted] = signature_of_name_.emplace(std::pair{signature.kind, signature.name},
+                                                         static_cast<uint32_t>(signatures_.size()));
   if (inserted) signatures_.push_back(std::move(signature));
   return it->second;
 }
@@ -166,8 +173,9 @@ uint32_t SampleSet::kernel_signature(std::string_view raw_name, std::string_view
   s.name = name;
   if (options_.by_shape && !shape.empty()) s.name += fmt::format(" {}", shape);
   if (options_.by_stream && !stream.empty()) s.name += fmt::format(" stream {}", stream);
-  const auto rule = std::find_if(options_.classes.begin(), options_.classes.end(),
-                                 [&](const auto& r) { return matches_name_pattern(r.first, name); });
+  const auto rule =
+      std::find_if(options_.classes.begin(), options_.classes.end(),
+                   [&](const auto& r) { return matches_name_pattern(r.first, name); });
   s.kernel_class = rule != options_.classes.end() ? rule->second : kernel_class_by_name(name);
   const uint32_t id = intern(std::move(s));
   kernel_cache_.emplace(std::move(key), id);

@@ -41,8 +41,8 @@ struct InputSummary {
   std::string path;
   std::string format;  ///< "kineto trace", "samples csv", "nccl-tests log"
   size_t samples = 0;
-  size_t ignored = 0;      ///< events that are not GPU kernels (CPU ops, memcpy, ...)
-  size_t zero_length = 0;  ///< GPU kernels of zero duration (profiler rounding), skipped
+  size_t ignored = 0;             ///< events that are not GPU kernels (CPU ops, memcpy, ...)
+  size_t zero_length = 0;         ///< GPU kernels of zero duration (profiler rounding), skipped
   std::string first_zero_length;  ///< "file:line:col" of the first of them
   size_t steps = 0;  ///< distinct steps its samples carry (ProfilerStep# windows, step column)
 };
@@ -54,7 +54,7 @@ struct SignatureOptions {
   /// Kernels: merge template instantiations (PyTorch's elementwise ops are one template with a
   /// functor argument: merged, different operations share a signature).
   bool strip_templates = false;
-  int gpus_per_node = 8;   ///< nodes of ranks (rank / gpus_per_node) and of collective groups
+  int gpus_per_node = 8;  ///< nodes of ranks (rank / gpus_per_node) and of collective groups
   /// Kernel name patterns (exact, or a prefix ending in '*') and their class, tried first.
   std::vector<std::pair<std::string, std::string>> classes;
 };
@@ -76,7 +76,8 @@ class SampleSet {
   /// The GPU named `id` (interned), on node `node` when known ("" = unknown).
   int32_t gpu(const std::string& id, const std::string& node);
   /// A kernel's signature from its raw name (e.g. a demangled CUDA name), shape and stream.
-  uint32_t kernel_signature(std::string_view raw_name, std::string_view shape, std::string_view stream);
+  uint32_t kernel_signature(std::string_view raw_name, std::string_view shape,
+                            std::string_view stream);
   /// A collective's signature.
   uint32_t collective_signature(const CollectiveInfo& info);
   void add(uint32_t signature, int32_t gpu, double seconds, int64_t step = -1) {

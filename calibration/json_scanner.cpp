@@ -65,7 +65,8 @@ char JsonScanner::peek() {
 
 void JsonScanner::expect(char c, std::string_view what) {
   if (peek() != c) {
-    fail(at_ < text_.size() ? "expected " + std::string(what) : "unexpected end of the file: expected " + std::string(what));
+    fail(at_ < text_.size() ? "expected " + std::string(what)
+                            : "unexpected end of the file: expected " + std::string(what));
   }
   ++at_;
 }
@@ -109,12 +110,26 @@ std::string_view JsonScanner::string() {
     }
     const char e = raw[++i];
     switch (e) {
-      case '"': case '\\': case '/': scratch_ += e; break;
-      case 'b': scratch_ += '\b'; break;
-      case 'f': scratch_ += '\f'; break;
-      case 'n': scratch_ += '\n'; break;
-      case 'r': scratch_ += '\r'; break;
-      case 't': scratch_ += '\t'; break;
+      case '"':
+      case '\\':
+      case '/':
+        scratch_ += e;
+        break;
+      case 'b':
+        scratch_ += '\b';
+        break;
+      case 'f':
+        scratch_ += '\f';
+        break;
+      case 'n':
+        scratch_ += '\n';
+        break;
+      case 'r':
+        scratch_ += '\r';
+        break;
+      case 't':
+        scratch_ += '\t';
+        break;
       case 'u': {  // four hexadecimal digits (a surrogate pair stays two code points)
         unsigned code = 0;
         const char* digits = raw.data() + i + 1;
@@ -128,7 +143,8 @@ std::string_view JsonScanner::string() {
         i += 4;
         break;
       }
-      default: fail_at(start + i - 1, std::string("invalid escape '\\") + e + "' in a string");
+      default:
+        fail_at(start + i - 1, std::string("invalid escape '\\") + e + "' in a string");
     }
   }
   return scratch_;
@@ -173,8 +189,10 @@ void JsonScanner::skip_value() {
         }
       }
       fail("expected a value");
-    case '\0': fail("unexpected end of the file: expected a value");
-    default: number();
+    case '\0':
+      fail("unexpected end of the file: expected a value");
+    default:
+      number();
   }
 }
 

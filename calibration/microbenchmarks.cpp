@@ -1,11 +1,11 @@
 #include "microbenchmarks.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <stdexcept>
 #include <tuple>
-
-#include <fmt/format.h>
 
 #include "core/diagnostics.hpp"
 #include "core/files.hpp"
@@ -48,9 +48,9 @@ Table read_table(const std::string& path, const std::vector<std::string>& requir
       continue;
     }
     if (fields.size() != table.header.size()) {
-      throw InputError({{SourceLoc{file, line, 1},
-                         fmt::format("expected {} fields, got {}", table.header.size(),
-                                     fields.size())}});
+      throw InputError(
+          {{SourceLoc{file, line, 1},
+            fmt::format("expected {} fields, got {}", table.header.size(), fields.size())}});
     }
     table.rows.emplace_back(line, std::move(fields));
   }
@@ -106,9 +106,8 @@ double gemm_model_seconds(const GemmModel& model, const GemmMachine& machine, do
   const double h = model.half_size;
   const double efficiency = model.efficiency * (m / (m + h)) * (n / (n + h)) * (k / (k + h));
   const double compute_s = 2 * m * n * k / (machine.peak_flops_per_s * efficiency);
-  const double memory_s =
-      ((m * k + k * n) * machine.operand_bytes + m * n * machine.output_bytes) /
-      machine.bandwidth_Bps;
+  const double memory_s = ((m * k + k * n) * machine.operand_bytes + m * n * machine.output_bytes) /
+                          machine.bandwidth_Bps;
   return std::max(compute_s, memory_s) + model.latency_s;
 }
 
@@ -136,10 +135,10 @@ GemmModel least_squares(const std::vector<GemmSample>& samples, const GemmMachin
   };
   std::vector<double> best;
   double best_value = INFINITY;
-  for (const auto& [e, h, t] : {std::tuple{0.8, 64.0, 2.0}, std::tuple{0.6, 256.0, 10.0},
-                                std::tuple{0.9, 8.0, 0.5}}) {
-    auto x = nelder_mead(objective, {std::log(e / (1 - e)), std::log(h), std::log(t)}, 0.5, 4000,
-                         1e-14);
+  for (const auto& [e, h, t] :
+       {std::tuple{0.8, 64.0, 2.0}, std::tuple{0.6, 256.0, 10.0}, std::tuple{0.9, 8.0, 0.5}}) {
+    auto x =
+        nelder_mead(objective, {std::log(e / (1 - e)), std::log(h), std::log(t)}, 0.5, 4000, 1e-14);
     x = nelder_mead(objective, x, 0.1, 4000, 1e-16);
     if (const double value = objective(x); value < best_value) {
       best_value = value;

@@ -36,9 +36,9 @@ struct GemmModel {
 /// The GPU and the operand sizes a GEMM table was measured with.
 struct GemmMachine {
   double peak_flops_per_s = 0;
-  double bandwidth_Bps = 0;   ///< achieved HBM bandwidth (for memory-bound shapes)
-  double operand_bytes = 2;   ///< per element of A and B
-  double output_bytes = 2;    ///< per element of C
+  double bandwidth_Bps = 0;  ///< achieved HBM bandwidth (for memory-bound shapes)
+  double operand_bytes = 2;  ///< per element of A and B
+  double output_bytes = 2;   ///< per element of C
 };
 
 /// Seconds of an m x n x k GEMM under `model`.

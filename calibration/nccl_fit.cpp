@@ -54,8 +54,8 @@ const std::vector<ProtocolSpec>& fit_protocols() {
 
 std::vector<KnobDef> all_knobs() {
   std::vector<KnobDef> knobs = {
-      {{"node.nvlink.efficiency", true, 0.8,
-        [](PlatformSpec& p) { return &p.nvlink.efficiency; }}, Needs::multi_gpu},
+      {{"node.nvlink.efficiency", true, 0.8, [](PlatformSpec& p) { return &p.nvlink.efficiency; }},
+       Needs::multi_gpu},
       {{"node.nvlink.latency", false, 1e-6, [](PlatformSpec& p) { return &p.nvlink.latency_s; }},
        Needs::multi_gpu},
       {{"node.nic.efficiency", true, 0.8, [](PlatformSpec& p) { return &p.nic.efficiency; }},
@@ -63,13 +63,17 @@ std::vector<KnobDef> all_knobs() {
       {{"node.nic.latency", false, 2e-6, [](PlatformSpec& p) { return &p.nic.latency_s; }},
        Needs::multi_node},
       {{"collectives.launch_latency", false, 4e-6,
-        [](PlatformSpec& p) { return &p.collectives.launch_latency_s; }}, Needs::always},
+        [](PlatformSpec& p) { return &p.collectives.launch_latency_s; }},
+       Needs::always},
       {{"collectives.local_copy_efficiency", true, 0.8,
-        [](PlatformSpec& p) { return &p.collectives.local_copy_efficiency; }}, Needs::one_gpu},
+        [](PlatformSpec& p) { return &p.collectives.local_copy_efficiency; }},
+       Needs::one_gpu},
       {{"collectives.nvls.efficiency", true, 0.7,
-        [](PlatformSpec& p) { return &p.collectives.nvls_efficiency; }}, Needs::nvls},
+        [](PlatformSpec& p) { return &p.collectives.nvls_efficiency; }},
+       Needs::nvls},
       {{"collectives.nvls.latency", false, 20e-6,
-        [](PlatformSpec& p) { return &p.collectives.nvls.base_latency_s; }}, Needs::nvls},
+        [](PlatformSpec& p) { return &p.collectives.nvls.base_latency_s; }},
+       Needs::nvls},
   };
   // Per protocol: efficiency (but Simple's, the reference), base and step latency.
   const auto& protocols = fit_protocols();
@@ -95,7 +99,8 @@ bool determined(Needs needs, const PlatformSpec& platform, const std::vector<Ncc
   for (const NcclLog& log : logs) {
     const bool multi_node = log.ranks > platform.gpus_per_node;
     switch (needs) {
-      case Needs::always: return true;
+      case Needs::always:
+        return true;
       case Needs::multi_gpu:
         if (log.ranks > 1 && log.algorithm != Algorithm::nvls &&
             log.algorithm != Algorithm::nvls_tree) {
@@ -165,7 +170,8 @@ PlatformSpec with_fit_protocols(PlatformSpec platform) {
   return platform;
 }
 
-std::vector<FitKnob> collective_knobs(const PlatformSpec& platform, const std::vector<NcclLog>& logs,
+std::vector<FitKnob> collective_knobs(const PlatformSpec& platform,
+                                      const std::vector<NcclLog>& logs,
                                       const std::vector<std::string>& fixed) {
   std::vector<FitKnob> knobs;
   for (auto& def : all_knobs()) {
@@ -187,10 +193,10 @@ LogPredictor::LogPredictor(const PlatformSpec& platform, const NcclLog& log)
   const Topology topology(sized_);
   layout_ = layout_of(gpus_, topology);
   planner_ = planner_for(layout_, sized_);
-  algorithm_ = log.algorithm != Algorithm::automatic &&
-                       planner_.supports(log.op, log.algorithm, sized_.nvls)
-                   ? log.algorithm
-                   : Algorithm::automatic;
+  algorithm_ =
+      log.algorithm != Algorithm::automatic && planner_.supports(log.op, log.algorithm, sized_.nvls)
+          ? log.algorithm
+          : Algorithm::automatic;
 }
 
 std::vector<double> LogPredictor::predict(const PlatformSpec& platform) {
@@ -247,21 +253,22 @@ PlatformSpec fit_collectives(const PlatformSpec& given, const std::vector<NcclLo
   // Several starting points for the protocols (their regimes overlap, and a simplex started in
   // one basin rarely leaves it); the best is refined further. Only free knobs are varied.
   const auto is_free = [&](const std::string& name) {
-    return std::any_of(knobs.begin(), knobs.end(), [&](const FitKnob& k) { return k.name == name; });
+    return std::any_of(knobs.begin(), knobs.end(),
+                       [&](const FitKnob& k) { return k.name == name; });
   };
   struct Variation {
     std::string knob;
     std::vector<double> values;
   };
   std::vector<Variation> variations;
-  for (Variation v : std::vector<Variation>{
-           {"collectives.protocols.LL.bandwidth_efficiency", {0.05, 0.3}},
-           {"collectives.protocols.LL128.bandwidth_efficiency", {0.2, 0.6}},
-           {"collectives.protocols.LL128.base_latency", {5e-6, 20e-6}},
-           {"collectives.protocols.Simple.base_latency", {20e-6, 50e-6}},
-           // Fixed costs of tens of microseconds (a host-driven network such as EFA) sit far
-           // from a kernel launch's few.
-           {"collectives.launch_latency", {4e-6, 30e-6}}}) {
+  for (Variation v :
+       std::vector<Variation>{{"collectives.protocols.LL.bandwidth_efficiency", {0.05, 0.3}},
+                              {"collectives.protocols.LL128.bandwidth_efficiency", {0.2, 0.6}},
+                              {"collectives.protocols.LL128.base_latency", {5e-6, 20e-6}},
+                              {"collectives.protocols.Simple.base_latency", {20e-6, 50e-6}},
+                              // Fixed costs of tens of microseconds (a host-driven network such as
+                              // EFA) sit far from a kernel launch's few.
+                              {"collectives.launch_latency", {4e-6, 30e-6}}}) {
     if (is_free(v.knob)) variations.push_back(std::move(v));
   }
   std::vector<double> best;

@@ -2,8 +2,8 @@
 
 #include <functional>
 #include <map>
-#include <utility>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "collectives/collective.hpp"
@@ -36,7 +36,8 @@ PlatformSpec with_fit_protocols(PlatformSpec platform);
 /// with an all-reduce (NVLS in a node, NVLS tree across nodes) on a platform with node.nvls;
 /// the launch latency always. Knobs named in `fixed` are left out (they keep the platform's
 /// values).
-std::vector<FitKnob> collective_knobs(const PlatformSpec& platform, const std::vector<NcclLog>& logs,
+std::vector<FitKnob> collective_knobs(const PlatformSpec& platform,
+                                      const std::vector<NcclLog>& logs,
                                       const std::vector<std::string>& fixed);
 
 /// Messages of this size and above are held to the 10% accuracy target, smaller ones to 25%.
@@ -86,7 +87,7 @@ BusbwErrors busbw_errors(const NcclLog& log, const std::vector<double>& predicte
 /// predictions of the group left out.
 struct HeldOutGroup {
   std::string group;
-  std::vector<size_t> logs;                   ///< indices into the logs given
+  std::vector<size_t> logs;                    ///< indices into the logs given
   std::vector<std::vector<double>> predicted;  ///< per held-out log
   PlatformSpec fitted;
 };

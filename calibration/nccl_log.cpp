@@ -1,13 +1,13 @@
 #include "nccl_log.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <filesystem>
 #include <map>
 #include <memory>
 #include <set>
 #include <sstream>
-
-#include <fmt/format.h>
 
 #include "core/diagnostics.hpp"
 #include "core/files.hpp"
@@ -188,15 +188,17 @@ NcclLog read_vtrain_allreduce_csv(const std::string& path, int ranks) {
     if (fields.size() < 5 || !read_number(fields[0], &m.bytes) ||
         !read_number(fields[3], &m.time_s) || !read_number(fields[4], &m.busbw_GBps) ||
         m.bytes <= 0 || m.time_s <= 0) {
-      diags.error(SourceLoc{file, line_no, 1},
-                  "expected size(B),count,type,time(ns),busbw(GB/s),... with positive size and time");
+      diags.error(
+          SourceLoc{file, line_no, 1},
+          "expected size(B),count,type,time(ns),busbw(GB/s),... with positive size and time");
       continue;
     }
     m.time_s *= 1e-9;
     m.out_of_place = {m.time_s, m.bytes / m.time_s / 1e9, m.busbw_GBps, ""};
     log.points.push_back(m);
   }
-  if (log.points.empty() && diags.empty()) diags.error(SourceLoc{file, 1, 1}, "no measurements found");
+  if (log.points.empty() && diags.empty())
+    diags.error(SourceLoc{file, 1, 1}, "no measurements found");
   diags.throw_if_any();
   return log;
 }
@@ -216,9 +218,9 @@ std::vector<NcclLog> read_busbw_table(const std::string& path,
   for (const std::string& filter : filters) {
     const size_t eq = filter.find('=');
     if (eq == std::string::npos || eq == 0) {
-      diags.error(SourceLoc{file, 1, 1},
-                  fmt::format("filter '{}' is not KEY=VALUE (a column, size, busbw or gpus)",
-                              filter));
+      diags.error(
+          SourceLoc{file, 1, 1},
+          fmt::format("filter '{}' is not KEY=VALUE (a column, size, busbw or gpus)", filter));
       continue;
     }
     const std::string key = filter.substr(0, eq), value = filter.substr(eq + 1);
@@ -271,7 +273,9 @@ std::vector<NcclLog> read_busbw_table(const std::string& path,
   for (int line_no = 2; std::getline(in, line); ++line_no) {
     if (line.empty()) continue;
     const auto fields = split_fields(line, ',');
-    const auto at = [&](int c) { return static_cast<size_t>(c) < fields.size() ? fields[static_cast<size_t>(c)] : ""; };
+    const auto at = [&](int c) {
+      return static_cast<size_t>(c) < fields.size() ? fields[static_cast<size_t>(c)] : "";
+    };
     bool keep = true;
     for (const auto& [key, value] : where) keep = keep && at(filter_columns[key]) == value;
     if (!keep) continue;
@@ -290,7 +294,8 @@ std::vector<NcclLog> read_busbw_table(const std::string& path,
     const double factor = ranks > 1 ? bus_factor(op, ranks) : 1.0;
     m.time_s = m.bytes * factor / (m.busbw_GBps * 1e9);
     m.out_of_place = {m.time_s, m.busbw_GBps / factor, m.busbw_GBps, ""};
-    auto log = std::find_if(logs.begin(), logs.end(), [&](const NcclLog& l) { return l.ranks == ranks; });
+    auto log =
+        std::find_if(logs.begin(), logs.end(), [&](const NcclLog& l) { return l.ranks == ranks; });
     if (log == logs.end()) {
       NcclLog fresh;
       fresh.path = fmt::format("{}{} ({} GPUs)", path, label, ranks);

@@ -19,10 +19,10 @@ struct NcclResult {
 /// One measured size of an nccl-tests run, field by field.
 struct NcclMeasurement {
   double bytes = 0;
-  int64_t count = 0;   ///< elements
-  std::string type;    ///< "float"
-  std::string redop;   ///< "sum", "none"; empty when the table has no redop column
-  std::string root;    ///< "-1", "0"; empty when the table has no root column
+  int64_t count = 0;           ///< elements
+  std::string type;            ///< "float"
+  std::string redop;           ///< "sum", "none"; empty when the table has no redop column
+  std::string root;            ///< "-1", "0"; empty when the table has no root column
   double time_s = 0;           ///< out-of-place time
   double in_place_time_s = 0;  ///< in-place time, 0 when the row has none
   double busbw_GBps = 0;       ///< out-of-place
@@ -33,8 +33,8 @@ struct NcclMeasurement {
 /// An nccl-tests log: the ranks it ran on and its measurements, in file order.
 struct NcclLog {
   std::string path;
-  int ranks = 0;  ///< "#  Rank N ..." lines
-  int nodes = 0;  ///< distinct hosts among those lines
+  int ranks = 0;                        ///< "#  Rank N ..." lines
+  int nodes = 0;                        ///< distinct hosts among those lines
   std::vector<std::string> rank_hosts;  ///< host of each "# Rank" line, in order
   std::vector<NcclMeasurement> points;
   double avg_busbw_GBps = 0;  ///< the "# Avg bus bandwidth" footer; 0 when absent

@@ -59,13 +59,15 @@ std::vector<double> nelder_mead(const std::function<double(const std::vector<dou
       } else {
         for (size_t i = 0; i <= n; ++i) {
           if (i == best) continue;
-          for (size_t d = 0; d < n; ++d) simplex[i][d] = simplex[best][d] + 0.5 * (simplex[i][d] - simplex[best][d]);
+          for (size_t d = 0; d < n; ++d)
+            simplex[i][d] = simplex[best][d] + 0.5 * (simplex[i][d] - simplex[best][d]);
           value[i] = eval(simplex[i]);
         }
       }
     }
   }
-  const size_t best = static_cast<size_t>(std::min_element(value.begin(), value.end()) - value.begin());
+  const size_t best =
+      static_cast<size_t>(std::min_element(value.begin(), value.end()) - value.begin());
   return simplex[best];
 }
 

@@ -10,14 +10,14 @@
 // time and bus bandwidth, then each log's worst errors: in sample, left out of the fit (its group
 // of logs left out, the others fitted: leave-one-group-out) and, for --predict logs, never fitted.
 
+#include <fmt/format.h>
+
+#include <boost/program_options.hpp>
 #include <cmath>
 #include <iostream>
 #include <map>
 #include <string>
 #include <vector>
-
-#include <boost/program_options.hpp>
-#include <fmt/format.h>
 
 #include "config/scenario_loader.hpp"
 #include "core/diagnostics.hpp"
@@ -71,9 +71,10 @@ NcclLog read_log_spec(const std::string& spec, CollectiveOp fallback_op, bool op
                                                 : parse_number(shape.substr(slash + 1));
   if (!gpus || !nodes || *gpus < 1 || *nodes < 1 || *gpus != std::floor(*gpus) ||
       *nodes != std::floor(*nodes)) {
-    throw UsageProblem{fmt::format("'{}': expected LOG@GPUS or LOG@GPUS/NODES with whole positive "
-                                   "counts",
-                                   spec)};
+    throw UsageProblem{
+        fmt::format("'{}': expected LOG@GPUS or LOG@GPUS/NODES with whole positive "
+                    "counts",
+                    spec)};
   }
   const bool has_rank_lines = !log.rank_hosts.empty();
   if (has_rank_lines && (log.ranks != *gpus || log.nodes != *nodes)) {
@@ -101,17 +102,18 @@ std::string fragment(const PlatformSpec& p, const std::vector<FitKnob>& knobs,
       duration(p.nic.latency_s), duration(p.collectives.launch_latency_s),
       p.collectives.local_copy_efficiency);
   if (p.nvls) {
-    out += fmt::format("  nvls: {{efficiency: {:.4g}, latency: {}}}\n",
-                       p.collectives.nvls_efficiency > 0 ? p.collectives.nvls_efficiency
-                                                         : p.nvlink.efficiency,
-                       duration(p.collectives.nvls.base_latency_s));
+    out += fmt::format(
+        "  nvls: {{efficiency: {:.4g}, latency: {}}}\n",
+        p.collectives.nvls_efficiency > 0 ? p.collectives.nvls_efficiency : p.nvlink.efficiency,
+        duration(p.collectives.nvls.base_latency_s));
   }
   out += "  protocols:\n";
   for (const auto& protocol : p.collectives.protocols) {
-    out += fmt::format("    - {{name: {}, bandwidth_efficiency: {:.4g}, base_latency: {}, "
-                       "step_latency: {}{}}}\n", protocol.name, protocol.bandwidth_efficiency,
-                       duration(protocol.base_latency_s), duration(protocol.step_latency_s),
-                       protocol.streamed ? ", streamed: true" : "");
+    out += fmt::format(
+        "    - {{name: {}, bandwidth_efficiency: {:.4g}, base_latency: {}, "
+        "step_latency: {}{}}}\n",
+        protocol.name, protocol.bandwidth_efficiency, duration(protocol.base_latency_s),
+        duration(protocol.step_latency_s), protocol.streamed ? ", streamed: true" : "");
   }
   out += fmt::format("calibration:\n  collectives: \"{}\"\n", provenance);
   return out;
@@ -120,12 +122,12 @@ std::string fragment(const PlatformSpec& p, const std::vector<FitKnob>& knobs,
 /// Prints a log's sizes: measured and modelled time and bus bandwidth, and the busbw error.
 void print_rows(const NcclLog& log, const std::vector<double>& predicted, const char* what) {
   const double factor = log.ranks > 1 ? bus_factor(log.op, log.ranks) : 1.0;
-  std::cout << fmt::format("# {} ({} {} on {} GPUs, {} nodes; {})\n#{:>14} {:>12} {:>12} {:>10} "
-                           "{:>10} {:>8}\n",
-                           log.path, to_string(log.op),
-                           log.algorithm == Algorithm::automatic ? "auto" : to_string(log.algorithm),
-                           log.ranks, log.nodes, what, "size", "measured_us", "model_us",
-                           "busbw", "model_bw", "error");
+  std::cout << fmt::format(
+      "# {} ({} {} on {} GPUs, {} nodes; {})\n#{:>14} {:>12} {:>12} {:>10} "
+      "{:>10} {:>8}\n",
+      log.path, to_string(log.op),
+      log.algorithm == Algorithm::automatic ? "auto" : to_string(log.algorithm), log.ranks,
+      log.nodes, what, "size", "measured_us", "model_us", "busbw", "model_bw", "error");
   for (size_t i = 0; i < predicted.size(); ++i) {
     const auto& point = log.points[i];
     std::cout << fmt::format(" {:>14} {:>12.2f} {:>12.2f} {:>10.2f} {:>10.2f} {:>+7.1f}%\n",
@@ -143,8 +145,8 @@ std::string short_name(const std::string& path) {
   const size_t at = path.find('@');
   const std::string file = path.substr(0, at);
   const size_t slash = file.rfind('/');
-  const size_t folder = slash == std::string::npos || slash == 0 ? std::string::npos
-                                                                  : file.rfind('/', slash - 1);
+  const size_t folder =
+      slash == std::string::npos || slash == 0 ? std::string::npos : file.rfind('/', slash - 1);
   return path.substr(folder == std::string::npos ? 0 : folder + 1);
 }
 
@@ -161,7 +163,8 @@ std::string names_of(const std::vector<NcclLog>& logs) {
       continue;
     }
     name.erase(name.size() - suffix.size());
-    auto it = std::find_if(names.begin(), names.end(), [&](const auto& n) { return n.first == name; });
+    auto it =
+        std::find_if(names.begin(), names.end(), [&](const auto& n) { return n.first == name; });
     if (it == names.end()) {
       names.emplace_back(name, std::to_string(log.ranks));
     } else {
@@ -186,19 +189,21 @@ std::string group_of(const NcclLog& log, const std::string& by) {
 
 int main(int argc, char** argv) {
   std::string platform_path, op_name, groups_by = "gpus";
-  std::vector<std::string> overrides, logs_paths, vtrain, busbw, predict_paths, predict_busbw, fixed;
+  std::vector<std::string> overrides, logs_paths, vtrain, busbw, predict_paths, predict_busbw,
+      fixed;
   bool no_cross_validation = false;
   po::options_description named("options");
-  named.add_options()("help,h", "show this help")("platform", po::value(&platform_path), "platform file")(
+  named.add_options()("help,h", "show this help")("platform", po::value(&platform_path),
+                                                  "platform file")(
       "set", po::value(&overrides)->composing(), "override a platform value")(
-      "op", po::value(&op_name), "collective the logs measure (default: from each file name, "
-      "else all_reduce)")(
-      "vtrain", po::value(&vtrain)->composing(), "vTrain all-reduce CSV as FILE:GPUS")(
+      "op", po::value(&op_name),
+      "collective the logs measure (default: from each file name, "
+      "else all_reduce)")("vtrain", po::value(&vtrain)->composing(),
+                          "vTrain all-reduce CSV as FILE:GPUS")(
       "busbw", po::value(&busbw)->composing(),
       "bus-bandwidth table as CSV[@KEY=VALUE]... (KEY: a column to match, size, busbw, gpus, "
-      "algo)")(
-      "predict", po::value(&predict_paths)->composing(),
-      "nccl-tests log to predict only, never fitted (LOG[@GPUS[/NODES]])")(
+      "algo)")("predict", po::value(&predict_paths)->composing(),
+               "nccl-tests log to predict only, never fitted (LOG[@GPUS[/NODES]])")(
       "predict-busbw", po::value(&predict_busbw)->composing(),
       "bus-bandwidth table to predict only, never fitted (as --busbw)")(
       "fix", po::value(&fixed)->composing(), "keep this parameter at the platform's value")(
@@ -234,8 +239,9 @@ int main(int argc, char** argv) {
     for (const std::string& name : fixed) {
       if (std::find(names.begin(), names.end(), name) == names.end()) {
         const std::string near = closest_match(name, names);
-        throw UsageProblem{fmt::format("--fix: unknown parameter '{}'{}", name,
-                                       near.empty() ? "" : fmt::format(" (did you mean '{}'?)", near))};
+        throw UsageProblem{
+            fmt::format("--fix: unknown parameter '{}'{}", name,
+                        near.empty() ? "" : fmt::format(" (did you mean '{}'?)", near))};
       }
     }
     const PlatformSpec platform = load_platform(platform_path, overrides);
@@ -244,13 +250,15 @@ int main(int argc, char** argv) {
     for (const auto& spec : predict_paths) held_out.push_back(read_log_spec(spec, *op, op_given));
     for (const auto& spec : vtrain) {
       const size_t colon = spec.rfind(':');
-      const auto gpus = colon == std::string::npos ? std::nullopt : parse_number(spec.substr(colon + 1));
+      const auto gpus =
+          colon == std::string::npos ? std::nullopt : parse_number(spec.substr(colon + 1));
       if (!gpus || *gpus < 1) {
         throw UsageProblem{fmt::format("--vtrain expects FILE:GPUS, got '{}'", spec)};
       }
       logs.push_back(read_vtrain_allreduce_csv(spec.substr(0, colon), static_cast<int>(*gpus)));
     }
-    const auto read_tables = [&](const std::vector<std::string>& specs, std::vector<NcclLog>& into) {
+    const auto read_tables = [&](const std::vector<std::string>& specs,
+                                 std::vector<NcclLog>& into) {
       for (const auto& spec : specs) {
         std::vector<std::string> parts = split_fields(spec, '@');
         const std::string path = parts.front();
@@ -324,10 +332,11 @@ int main(int argc, char** argv) {
     for (const auto& name : fixed) fixed_text += (fixed_text.empty() ? "" : ", ") + name;
     std::string unfitted;  // neither fitted nor fixed: the logs do not determine them
     for (const auto& name : names) {
-      const bool fitted_knob = std::any_of(knobs.begin(), knobs.end(),
-                                           [&](const FitKnob& k) { return k.name == name; });
+      const bool fitted_knob =
+          std::any_of(knobs.begin(), knobs.end(), [&](const FitKnob& k) { return k.name == name; });
       const bool fixed_knob = std::find(fixed.begin(), fixed.end(), name) != fixed.end();
-      if (fitted_knob || fixed_knob || (!platform.nvls && name.find(".nvls.") != std::string::npos)) {
+      if (fitted_knob || fixed_knob ||
+          (!platform.nvls && name.find(".nvls.") != std::string::npos)) {
         continue;
       }
       unfitted += (unfitted.empty() ? "" : ", ") + name;
@@ -335,9 +344,10 @@ int main(int argc, char** argv) {
     std::string provenance = fmt::format(
         "prismsim-calibrate on {}{}{}; worst busbw error from 1 MiB / below: in sample {}", sources,
         fixed_text.empty() ? "" : fmt::format(" (kept from the platform file: {})", fixed_text),
-        unfitted.empty() ? "" : fmt::format(" (not determined by these logs, as in the platform "
-                                            "file: {})",
-                                            unfitted),
+        unfitted.empty() ? ""
+                         : fmt::format(" (not determined by these logs, as in the platform "
+                                       "file: {})",
+                                       unfitted),
         worst_pair(in_all));
     if (!folds.empty()) {
       provenance += fmt::format(", leave-one-{}-out {}",
@@ -348,8 +358,8 @@ int main(int argc, char** argv) {
     }
     if (!held_out.empty()) {
       const std::string predicted_names = names_of(held_out);
-      provenance += fmt::format(", predicted (not fitted) {}: {}", predicted_names,
-                                worst_pair(out_all));
+      provenance +=
+          fmt::format(", predicted (not fitted) {}: {}", predicted_names, worst_pair(out_all));
     }
     std::cout << fragment(fitted, knobs, provenance) << "\n";
 
@@ -366,8 +376,8 @@ int main(int argc, char** argv) {
                                folds.empty() ? "-" : worst_pair(logo[i]));
     }
     for (size_t i = 0; i < held_out.size(); ++i) {
-      std::cout << fmt::format(" {:<64} {:>8} {:>17} {:>17}\n", held_out[i].path, "predict",
-                               "-", worst_pair(busbw_errors(held_out[i], predicted_out[i])));
+      std::cout << fmt::format(" {:<64} {:>8} {:>17} {:>17}\n", held_out[i].path, "predict", "-",
+                               worst_pair(busbw_errors(held_out[i], predicted_out[i])));
     }
     if (folds.empty() && !no_cross_validation) {
       std::cout << "# no leave-one-group-out: the fitted logs form one group\n";

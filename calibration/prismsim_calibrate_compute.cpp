@@ -13,24 +13,24 @@
 // (workload/step_estimate.hpp). Prints the fitted sections, then the mean absolute percentage
 // error on every file.
 
+#include <fmt/format.h>
+
 #include <algorithm>
+#include <boost/program_options.hpp>
 #include <cctype>
 #include <cmath>
-#include <stdexcept>
 #include <iostream>
-#include <memory>
-#include <string>
 #include <map>
+#include <memory>
 #include <set>
+#include <stdexcept>
+#include <string>
 #include <tuple>
 #include <vector>
 
-#include <boost/program_options.hpp>
-#include <fmt/format.h>
-
+#include "config/scenario.hpp"
 #include "config/scenario_loader.hpp"
 #include "core/diagnostics.hpp"
-#include "config/scenario.hpp"
 #include "core/units.hpp"
 #include "microbenchmarks.hpp"
 #include "nelder_mead.hpp"
@@ -63,9 +63,9 @@ std::vector<Case> load_cases(const std::string& scenario_path,
 }
 
 /// The parameters a fit may free, by name.
-const std::vector<std::string> kParameters = {"gemm_efficiency", "gemm_half_size", "gemm_latency",
-                                              "memory_efficiency", "attention_efficiency",
-                                              "kernel_launch", "collective_launch", "step"};
+const std::vector<std::string> kParameters = {
+    "gemm_efficiency",      "gemm_half_size", "gemm_latency",      "memory_efficiency",
+    "attention_efficiency", "kernel_launch",  "collective_launch", "step"};
 
 /// What a fit changes: the GPU's compute model and the host's costs.
 struct Model {
@@ -131,9 +131,8 @@ double loss(const std::vector<std::vector<Case>>& files, size_t fitted_files, co
 
 /// Fits the `free` parameters of `base` (Nelder-Mead from the base values and from two fixed
 /// perturbations of them: the same measurements always give the same fit).
-Model fit_model(const std::vector<std::vector<Case>>& files, size_t fitted_files,
-                const Model& base, const std::vector<std::string>& free,
-                const GroupKey* left_out) {
+Model fit_model(const std::vector<std::vector<Case>>& files, size_t fitted_files, const Model& base,
+                const std::vector<std::string>& free, const GroupKey* left_out) {
   auto model_at = [&](const std::vector<double>& x) {
     Model m = base;
     for (size_t i = 0; i < free.size(); ++i) parameter(m, free[i]) = from_free(free[i], x[i]);
@@ -218,10 +217,12 @@ int fit_microbenchmarks(const std::string& platform_path, const std::string& gem
   for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   const std::vector<std::string> names = {"fp32", "tf32", "bf16", "fp16", "fp8"};
   const auto it = std::find(names.begin(), names.end(), lower);
-  if (it == names.end()) throw std::invalid_argument(fmt::format("unknown --precision '{}'", precision_name));
+  if (it == names.end())
+    throw std::invalid_argument(fmt::format("unknown --precision '{}'", precision_name));
   const auto precision = static_cast<Precision>(it - names.begin());
   if (!gpu.peak_flops.count(precision)) {
-    throw std::invalid_argument(fmt::format("platform '{}' gives no {} peak", platform.name, lower));
+    throw std::invalid_argument(
+        fmt::format("platform '{}' gives no {} peak", platform.name, lower));
   }
   double bandwidth = gpu.memory_bandwidth_Bps;
   std::string hbm_line;
@@ -236,22 +237,22 @@ int fit_microbenchmarks(const std::string& platform_path, const std::string& gem
   }
   const auto samples = read_gemm_table(gemm_path, gpu_name, precision_name);
   const int operand_bytes = bytes_per_element(precision);
-  const GemmFit fit = fit_gemm(samples, {gpu.peak_flops.at(precision), bandwidth,
-                                         static_cast<double>(operand_bytes), 2});
+  const GemmFit fit = fit_gemm(
+      samples, {gpu.peak_flops.at(precision), bandwidth, static_cast<double>(operand_bytes), 2});
   std::cout << fmt::format(
       "# prismsim-calibrate-compute: {} {} GEMM shapes of {} ({}), peak {:.4g} TFLOP/s\n"
       "# GEMM rate error: in sample mean {:.1f}%, worst {:.1f}%; leaving each shape out mean "
       "{:.1f}%, worst {:.1f}%\n"
       "gpu:\n  compute:\n    gemm_efficiency: {{{}: {:.4g}}}\n    gemm_half_size: {:.4g}\n"
       "    gemm_latency: {:.4g}us\n{}",
-      samples.size(), precision_name, gpu_name, gemm_path,
-      gpu.peak_flops.at(precision) / 1e12, 100 * fit.mean_error, 100 * fit.worst_error,
-      100 * fit.loo_mean_error, 100 * fit.loo_worst_error, lower, fit.model.efficiency,
-      fit.model.half_size, fit.model.latency_s * 1e6, hbm_line);
+      samples.size(), precision_name, gpu_name, gemm_path, gpu.peak_flops.at(precision) / 1e12,
+      100 * fit.mean_error, 100 * fit.worst_error, 100 * fit.loo_mean_error,
+      100 * fit.loo_worst_error, lower, fit.model.efficiency, fit.model.half_size,
+      fit.model.latency_s * 1e6, hbm_line);
   for (const GemmSample& g : samples) {
-    const double seconds = gemm_model_seconds(fit.model, {gpu.peak_flops.at(precision), bandwidth,
-                                                          static_cast<double>(operand_bytes), 2},
-                                              g.m, g.n, g.k);
+    const double seconds = gemm_model_seconds(
+        fit.model, {gpu.peak_flops.at(precision), bandwidth, static_cast<double>(operand_bytes), 2},
+        g.m, g.n, g.k);
     std::cout << fmt::format("# {:>7} x {:>6} x {:>6}: measured {:7.1f} TFLOP/s, model {:7.1f}\n",
                              g.m, g.n, g.k, g.flops_per_s / 1e12,
                              2 * g.m * g.n * g.k / seconds / 1e12);
@@ -267,8 +268,8 @@ int main(int argc, char** argv) {
   std::string platform_path, gemm_path, hbm_path, gpu_name, precision_name;
   std::vector<std::string> free;
   po::options_description named("options");
-  named.add_options()("help,h", "show this help")(
-      "scenario", po::value(&scenario_path), "scenario whose platform is fitted (required)")(
+  named.add_options()("help,h", "show this help")("scenario", po::value(&scenario_path),
+                                                  "scenario whose platform is fitted (required)")(
       "set", po::value(&overrides)->composing(), "override a scenario value, PATH=VALUE")(
       "fit", po::value(&fit_paths)->composing(), "measured iterations to fit (vTrain CSV)")(
       "check", po::value(&check_paths)->composing(), "measured iterations only to check")(
@@ -331,8 +332,10 @@ int main(int argc, char** argv) {
     const Model fitted = fit_model(files, fit_paths.size(), initial, free, nullptr);
     size_t rows = 0;
     for (size_t f = 0; f < fit_paths.size(); ++f) rows += files[f].size();
-    std::cout << fmt::format("# Fitted by prismsim-calibrate-compute to {} measured iterations: "
-                             "{}\n\n", rows, describe(fitted, free));
+    std::cout << fmt::format(
+        "# Fitted by prismsim-calibrate-compute to {} measured iterations: "
+        "{}\n\n",
+        rows, describe(fitted, free));
     for (size_t f = 0; f < files.size(); ++f) {
       if (vm.count("rows")) {
         for (const Case& c : files[f]) {
@@ -342,8 +345,8 @@ int main(int argc, char** argv) {
                                    predicted * 1e3, 100 * (predicted / c.measured.seconds - 1));
         }
       }
-      std::cout << fmt::format("{}: {} rows, closed-form MAPE {:.2f}%\n", names[f],
-                               files[f].size(), mape(files[f], fitted));
+      std::cout << fmt::format("{}: {} rows, closed-form MAPE {:.2f}%\n", names[f], files[f].size(),
+                               mape(files[f], fitted));
     }
     if (vm.count("logo")) {
       // Leave one model size out: fit on every other, predict it.

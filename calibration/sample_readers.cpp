@@ -1,17 +1,17 @@
 #include "sample_readers.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <limits>
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
-#include <memory>
 #include <sstream>
 #include <unordered_map>
-
-#include <fmt/format.h>
 
 #include "core/diagnostics.hpp"
 #include "core/files.hpp"
@@ -26,7 +26,8 @@ namespace {
 constexpr int64_t kMaxRank = std::numeric_limits<int>::max();
 
 [[noreturn]] void fail_file(const std::string& path, const std::string& message) {
-  throw InputError({Diagnostic{SourceLoc{std::make_shared<const std::string>(path), 0, 0}, message}});
+  throw InputError(
+      {Diagnostic{SourceLoc{std::make_shared<const std::string>(path), 0, 0}, message}});
 }
 
 std::string read_whole_file(const std::string& path) {
@@ -125,7 +126,8 @@ class KinetoReader {
       event(e);
       const bool gpu_kernel = e.ph == "X" && (e.cat == "kernel" || e.cat == "Kernel");
       if (!gpu_kernel) {
-        if (const int64_t step = e.ph == "X" ? profiler_step(e.name) : -1; step >= 0 && e.dur >= 0) {
+        if (const int64_t step = e.ph == "X" ? profiler_step(e.name) : -1;
+            step >= 0 && e.dur >= 0) {
           (e.cat == "gpu_user_annotation" ? gpu_steps_ : host_steps_)
               .push_back({e.ts, e.ts + e.dur, step});
         } else if (e.correlation >= 0 && (e.cat == "cuda_runtime" || e.cat == "cuda_driver")) {
@@ -149,8 +151,8 @@ class KinetoReader {
       const double device_id = e.device >= 0 ? e.device : e.pid;
       if (!(device_id >= -1 && device_id <= kMaxRank)) {
         json_.fail_at(start, fmt::format("a GPU kernel event's {} must be an integer from 0 to "
-                                         "{}, got {}", e.device >= 0 ? "device" : "pid",
-                                         kMaxRank, device_id));
+                                         "{}, got {}",
+                                         e.device >= 0 ? "device" : "pid", kMaxRank, device_id));
       }
       const int device = static_cast<int>(device_id);
       const double seconds = e.dur * 1e-6;
@@ -170,8 +172,8 @@ class KinetoReader {
         collectives_.push_back({*info, device, seconds, e.ts, std::move(group)});
         return;
       }
-      const std::string stream = e.stream >= 0 ? fmt::format("{}", e.stream)
-                                                : fmt::format("{}", e.tid);
+      const std::string stream =
+          e.stream >= 0 ? fmt::format("{}", e.stream) : fmt::format("{}", e.tid);
       kernels_pending_.push_back({intern(raw_names_, raw_name_index_, e.name),
                                   intern(streams_, stream_index_, stream), device, e.external_id,
                                   seconds, e.ts, e.correlation});
@@ -179,7 +181,8 @@ class KinetoReader {
   }
 
   static uint32_t intern(std::vector<std::string>& names,
-                         std::unordered_map<std::string, uint32_t>& index, const std::string& name) {
+                         std::unordered_map<std::string, uint32_t>& index,
+                         const std::string& name) {
     const auto [it, added] = index.emplace(name, static_cast<uint32_t>(names.size()));
     if (added) names.push_back(name);
     return it->second;
@@ -188,30 +191,48 @@ class KinetoReader {
   void event(TraceEvent& e) {
     if (json_.peek() != '{') json_.fail("expected a trace event object");
     json_.object([&](const std::string& key) {
-      if (key == "ph") e.ph = json_.string();
-      else if (key == "cat") e.cat = json_.string();
-      else if (key == "name") e.name = json_.string();
-      else if (key == "dur") e.dur = json_.number();
-      else if (key == "ts") e.ts = json_.number();
-      else if (key == "pid") e.pid = number_or_string(json_);
-      else if (key == "tid") e.tid = number_or_string(json_);
-      else if (key == "args" && json_.peek() == '{') args(e);
-      else json_.skip_value();
+      if (key == "ph")
+        e.ph = json_.string();
+      else if (key == "cat")
+        e.cat = json_.string();
+      else if (key == "name")
+        e.name = json_.string();
+      else if (key == "dur")
+        e.dur = json_.number();
+      else if (key == "ts")
+        e.ts = json_.number();
+      else if (key == "pid")
+        e.pid = number_or_string(json_);
+      else if (key == "tid")
+        e.tid = number_or_string(json_);
+      else if (key == "args" && json_.peek() == '{')
+        args(e);
+      else
+        json_.skip_value();
     });
   }
 
   void args(TraceEvent& e) {
     json_.object([&](const std::string& key) {
       const char next = json_.peek();
-      if (key == "device" && next != '"') e.device = json_.number();
-      else if (key == "stream" && next != '"') e.stream = json_.number();
-      else if (key == "External id" && next != '"') e.external_id = json_.number();
-      else if (key == "correlation" && next != '"') e.correlation = json_.number();
-      else if (key == "In msg nelems" && next != '"') e.in_nelems = json_.number();
-      else if (key == "Out msg nelems" && next != '"') e.out_nelems = json_.number();
-      else if (key == "dtype" && next == '"') e.dtype = json_.string();
-      else if (key == "Collective name" && next == '"') e.collective_name = json_.string();
-      else if (key == "Process Group Ranks" && next == '"') group_ranks(e);
+      if (key == "device" && next != '"')
+        e.device = json_.number();
+      else if (key == "stream" && next != '"')
+        e.stream = json_.number();
+      else if (key == "External id" && next != '"')
+        e.external_id = json_.number();
+      else if (key == "correlation" && next != '"')
+        e.correlation = json_.number();
+      else if (key == "In msg nelems" && next != '"')
+        e.in_nelems = json_.number();
+      else if (key == "Out msg nelems" && next != '"')
+        e.out_nelems = json_.number();
+      else if (key == "dtype" && next == '"')
+        e.dtype = json_.string();
+      else if (key == "Collective name" && next == '"')
+        e.collective_name = json_.string();
+      else if (key == "Process Group Ranks" && next == '"')
+        group_ranks(e);
       else if (key == "Input Dims" && set_.options().by_shape) {
         const size_t start = json_.position();
         json_.skip_value();
@@ -229,8 +250,8 @@ class KinetoReader {
   void group_ranks(TraceEvent& e) {
     const size_t quote = json_.position();
     const std::string_view text = json_.string();
-    const auto in_file = reinterpret_cast<uintptr_t>(text.data()) -
-                         reinterpret_cast<uintptr_t>(text_.data());
+    const auto in_file =
+        reinterpret_cast<uintptr_t>(text.data()) - reinterpret_cast<uintptr_t>(text_.data());
     const bool unescaped = in_file < text_.size();  // a view into the file, not the scratch copy
     for (size_t i = 0; i < text.size();) {
       if (text[i] < '0' || text[i] > '9') {
@@ -245,7 +266,8 @@ class KinetoReader {
       if (value > kMaxRank) {
         json_.fail_at(unescaped ? in_file + start : quote,
                       fmt::format("rank {} in \"Process Group Ranks\" is beyond the largest "
-                                  "supported, {}", text.substr(start, i - start), kMaxRank));
+                                  "supported, {}",
+                                  text.substr(start, i - start), kMaxRank));
       }
       e.group_ranks.push_back(static_cast<int>(value));
     }
@@ -253,8 +275,9 @@ class KinetoReader {
 
   void finish() {
     if (kernels_pending_.empty() && collectives_.empty() && summary_.zero_length == 0) {
-      fail_file(path_, "no GPU kernel events: expected events with \"ph\": \"X\" and \"cat\": "
-                       "\"kernel\" (a PyTorch profiler trace recorded with CUDA activities)");
+      fail_file(path_,
+                "no GPU kernel events: expected events with \"ph\": \"X\" and \"cat\": "
+                "\"kernel\" (a PyTorch profiler trace recorded with CUDA activities)");
     }
     const int gpn = set_.options().gpus_per_node;
     std::map<int, int32_t> gpu_of_device;
@@ -370,9 +393,7 @@ std::vector<std::pair<std::string, int>> csv_fields(const std::string& line, con
 
 }  // namespace
 
-void read_kineto_trace(const std::string& path, SampleSet& set) {
-  KinetoReader(path, set).read();
-}
+void read_kineto_trace(const std::string& path, SampleSet& set) { KinetoReader(path, set).read(); }
 
 void read_samples_csv(const std::string& path, SampleSet& set) {
   const auto file = std::make_shared<const std::string>(path);
@@ -381,7 +402,7 @@ void read_samples_csv(const std::string& path, SampleSet& set) {
   enum Column { name, duration, gpu, node, step };
   const std::vector<std::string> known = {"name", "duration_us", "gpu", "node", "step"};
   std::vector<int> column_of(known.size(), -1);  // field index of each known column
-  size_t columns = 0;                             // known columns in the header
+  size_t columns = 0;                            // known columns in the header
   std::string line;
   int line_no = 0;
   size_t samples = 0;
@@ -395,9 +416,10 @@ void read_samples_csv(const std::string& path, SampleSet& set) {
       for (size_t f = 0; f < fields.size(); ++f) {
         const auto it = std::find(known.begin(), known.end(), fields[f].first);
         if (it == known.end()) {
-          diags.error(SourceLoc{file, line_no, fields[f].second},
-                      fmt::format("unknown column '{}': expected name, duration_us, gpu, node, step",
-                                  fields[f].first));
+          diags.error(
+              SourceLoc{file, line_no, fields[f].second},
+              fmt::format("unknown column '{}': expected name, duration_us, gpu, node, step",
+                          fields[f].first));
           continue;
         }
         int& column = column_of[static_cast<size_t>(it - known.begin())];
@@ -424,8 +446,9 @@ void read_samples_csv(const std::string& path, SampleSet& set) {
       continue;
     }
     if (fields.size() != columns) {
-      diags.error(SourceLoc{file, line_no, 1}, fmt::format("expected {} fields like the header, found {}",
-                                                           columns, fields.size()));
+      diags.error(
+          SourceLoc{file, line_no, 1},
+          fmt::format("expected {} fields like the header, found {}", columns, fields.size()));
       continue;
     }
     const auto field = [&](Column c) -> const std::pair<std::string, int>& {
@@ -436,8 +459,9 @@ void read_samples_csv(const std::string& path, SampleSet& set) {
     const auto& [text, duration_column] = field(duration);
     const auto us = parse_number(text);
     if (!us || !std::isfinite(*us) || *us <= 0) {
-      diags.error(SourceLoc{file, line_no, duration_column},
-                  fmt::format("duration_us must be a positive number of microseconds, got '{}'", text));
+      diags.error(
+          SourceLoc{file, line_no, duration_column},
+          fmt::format("duration_us must be a positive number of microseconds, got '{}'", text));
     }
     int64_t step_value = -1;
     if (column_of[step] >= 0) {
@@ -446,8 +470,9 @@ void read_samples_csv(const std::string& path, SampleSet& set) {
         step_value = static_cast<int64_t>(*s);
         csv_steps.insert(step_value);
       } else {
-        diags.error(SourceLoc{file, line_no, field(step).second},
-                    fmt::format("step must be a non-negative integer, got '{}'", field(step).first));
+        diags.error(
+            SourceLoc{file, line_no, field(step).second},
+            fmt::format("step must be a non-negative integer, got '{}'", field(step).first));
       }
     }
     if (!diags.empty()) {  // from the first error on, rows are only checked
@@ -465,7 +490,8 @@ void read_samples_csv(const std::string& path, SampleSet& set) {
     ++samples;
   }
   if (diags.empty() && column_of[name] < 0) {
-    diags.error(SourceLoc{file, 1, 1}, "empty file: expected a header name,duration_us[,gpu][,node][,step]");
+    diags.error(SourceLoc{file, 1, 1},
+                "empty file: expected a header name,duration_us[,gpu][,node][,step]");
   } else if (diags.empty() && samples == 0) {
     diags.error(SourceLoc{file, line_no, 1}, "no samples after the header");
   }

@@ -1,5 +1,7 @@
 #include "timeline.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <fstream>
@@ -8,8 +10,6 @@
 #include <optional>
 #include <sstream>
 #include <unordered_map>
-
-#include <fmt/format.h>
 
 #include "core/diagnostics.hpp"
 #include "core/files.hpp"
@@ -24,8 +24,8 @@ std::vector<std::pair<std::string, int>> split_fields(const std::string& line) {
   size_t begin = 0;
   while (true) {
     const size_t comma = line.find(',', begin);
-    std::string field = line.substr(begin, comma == std::string::npos ? std::string::npos
-                                                                      : comma - begin);
+    std::string field =
+        line.substr(begin, comma == std::string::npos ? std::string::npos : comma - begin);
     while (!field.empty() && (field.back() == '\r' || field.back() == ' ')) field.pop_back();
     size_t lead = 0;
     while (lead < field.size() && field[lead] == ' ') ++lead;
@@ -41,11 +41,11 @@ enum Column { kRank, kStep, kOptype, kStart, kDuration, kStage, kReplica, kMicro
 /// Header names and the column each stands for.
 const std::vector<std::pair<std::string, Column>>& header_names() {
   static const std::vector<std::pair<std::string, Column>> names = {
-      {"rank", kRank},          {"step", kStep},           {"optype", kOptype},
-      {"op", kOptype},          {"start_ts", kStart},      {"start", kStart},
-      {"duration", kDuration},  {"stage", kStage},         {"dp_rank", kReplica},
-      {"replica", kReplica},    {"mb_id", kMicrobatch},    {"microbatch", kMicrobatch},
-      {"seq_id", kUnused},      {"mc", kUnused},           {"gmc", kUnused}};
+      {"rank", kRank},         {"step", kStep},        {"optype", kOptype},
+      {"op", kOptype},         {"start_ts", kStart},   {"start", kStart},
+      {"duration", kDuration}, {"stage", kStage},      {"dp_rank", kReplica},
+      {"replica", kReplica},   {"mb_id", kMicrobatch}, {"microbatch", kMicrobatch},
+      {"seq_id", kUnused},     {"mc", kUnused},        {"gmc", kUnused}};
   return names;
 }
 
@@ -92,7 +92,8 @@ Timeline read_timeline_csv(const std::string& path) {
   const auto file = std::make_shared<const std::string>(path);
   std::string reason;
   const auto text = read_file(path, &reason);
-  if (!text) throw InputError({Diagnostic{SourceLoc{file, 0, 0}, "cannot read the file: " + reason}});
+  if (!text)
+    throw InputError({Diagnostic{SourceLoc{file, 0, 0}, "cannot read the file: " + reason}});
   Timeline t;
   t.path = path;
   std::istringstream in(*text);
@@ -118,10 +119,12 @@ Timeline read_timeline_csv(const std::string& path) {
         const SourceLoc at{file, line_no, fields[f].second};
         if (it == header_names().end()) {
           const std::string near = closest_match(name, known);
-          diags.error(at, fmt::format("unknown timeline column '{}'{}: expected rank, step, optype, "
-                                      "start_ts, duration and optionally stage, dp_rank, mb_id "
-                                      "(seq_id, mc, gmc are read and not used)",
-                                      name, near.empty() ? "" : fmt::format(" (did you mean '{}'?)", near)));
+          diags.error(
+              at,
+              fmt::format("unknown timeline column '{}'{}: expected rank, step, optype, "
+                          "start_ts, duration and optionally stage, dp_rank, mb_id "
+                          "(seq_id, mc, gmc are read and not used)",
+                          name, near.empty() ? "" : fmt::format(" (did you mean '{}'?)", near)));
           continue;
         }
         if (it->second == kUnused) continue;
@@ -143,7 +146,8 @@ Timeline read_timeline_csv(const std::string& path) {
         if (field_of[column] < 0) {
           diags.error(SourceLoc{file, line_no, 1},
                       fmt::format("missing column {}: a timeline needs rank, step, optype, "
-                                  "start_ts, duration", name));
+                                  "start_ts, duration",
+                                  name));
         }
       }
       if (!diags.empty()) break;
@@ -182,9 +186,10 @@ Timeline read_timeline_csv(const std::string& path) {
                   fmt::format("rank must be non-negative, got {}", *rank));
     }
     if (microbatch && (*microbatch < -1 || *microbatch >= (1 << 21))) {
-      diags.error(SourceLoc{file, line_no, fields[static_cast<size_t>(field_of[kMicrobatch])].second},
-                  fmt::format("mb_id must be -1 (none) or from 0 to {}, got {}", (1 << 21) - 1,
-                              *microbatch));
+      diags.error(
+          SourceLoc{file, line_no, fields[static_cast<size_t>(field_of[kMicrobatch])].second},
+          fmt::format("mb_id must be -1 (none) or from 0 to {}, got {}", (1 << 21) - 1,
+                      *microbatch));
     }
     if (duration && *duration < 0) {
       diags.error(SourceLoc{file, line_no, fields[static_cast<size_t>(field_of[kDuration])].second},
@@ -225,7 +230,8 @@ Timeline read_timeline_csv(const std::string& path) {
     t.ops.push_back(op);
   }
   if (diags.empty() && header.empty()) {
-    diags.error(SourceLoc{file, 1, 1}, "empty timeline: expected a header rank,step,optype,start_ts,duration,...");
+    diags.error(SourceLoc{file, 1, 1},
+                "empty timeline: expected a header rank,step,optype,start_ts,duration,...");
   } else if (diags.empty() && t.ops.empty()) {
     diags.error(SourceLoc{file, line_no, 1}, "no ops after the header");
   }

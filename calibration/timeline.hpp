@@ -18,15 +18,15 @@ enum class TimelineOpKind {
 /// One recorded op of one rank.
 struct TimelineOp {
   int32_t rank = 0;
-  int32_t stage = -1;       ///< pipeline stage; -1 unknown
-  int32_t replica = -1;     ///< data-parallel rank; -1 unknown
+  int32_t stage = -1;    ///< pipeline stage; -1 unknown
+  int32_t replica = -1;  ///< data-parallel rank; -1 unknown
   int64_t step = 0;
   int32_t microbatch = -1;  ///< of compute ops; -1 unknown or not a compute op
   uint32_t optype = 0;      ///< index into Timeline::optypes
   TimelineOpKind kind = TimelineOpKind::other;
-  double start_s = 0;       ///< relative to any origin shared by every rank within a step
-  double duration_s = 0;    ///< >= 0
-  int line = 0;             ///< its line in the file (1-based)
+  double start_s = 0;     ///< relative to any origin shared by every rank within a step
+  double duration_s = 0;  ///< >= 0
+  int line = 0;           ///< its line in the file (1-based)
 };
 
 /// An op timeline: every recorded op of several ranks over several steps.

@@ -1,5 +1,7 @@
 #include "timeline_calibration.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
@@ -9,8 +11,6 @@
 #include <set>
 #include <tuple>
 #include <unordered_map>
-
-#include <fmt/format.h>
 
 #include "calibration_output.hpp"
 #include "core/files.hpp"
@@ -57,10 +57,10 @@ double robust_sd(const std::vector<double>& v) {
 struct Decomposition {
   VarianceComponents components;
   Estimability estimable;
-  std::vector<double> within;          ///< per pass: residual within its GPU x step cell
-  std::vector<double> microbatch_mean; ///< per pass: mean within-cell residual of its microbatch
-                                       ///< group (NaN when it has no group across GPUs)
-  std::vector<double> group_means;     ///< one per microbatch group spanning GPUs
+  std::vector<double> within;           ///< per pass: residual within its GPU x step cell
+  std::vector<double> microbatch_mean;  ///< per pass: mean within-cell residual of its microbatch
+                                        ///< group (NaN when it has no group across GPUs)
+  std::vector<double> group_means;      ///< one per microbatch group spanning GPUs
 };
 
 Decomposition decompose(const std::vector<PassSample>& passes) {
@@ -92,7 +92,8 @@ Decomposition decompose(const std::vector<PassSample>& passes) {
   double total = 0;
   for (size_t i = 0; i < n_pass; ++i) {
     const PassSample& p = passes[i];
-    const size_t c = static_cast<size_t>(p.gpu) * static_cast<size_t>(steps) + static_cast<size_t>(p.step);
+    const size_t c =
+        static_cast<size_t>(p.gpu) * static_cast<size_t>(steps) + static_cast<size_t>(p.step);
     cell_sum[c] += r[i];
     cell_n[c] += 1;
     step_sum[static_cast<size_t>(p.step)] += r[i];
@@ -109,7 +110,8 @@ Decomposition decompose(const std::vector<PassSample>& passes) {
   d.within.assign(n_pass, 0);
   for (size_t i = 0; i < n_pass; ++i) {
     const PassSample& p = passes[i];
-    const size_t c = static_cast<size_t>(p.gpu) * static_cast<size_t>(steps) + static_cast<size_t>(p.step);
+    const size_t c =
+        static_cast<size_t>(p.gpu) * static_cast<size_t>(steps) + static_cast<size_t>(p.step);
     d.within[i] = r[i] - cell_sum[c] / cell_n[c];
   }
   struct Group {
@@ -127,7 +129,8 @@ Decomposition decompose(const std::vector<PassSample>& passes) {
     if (p.replica < 0 || p.microbatch < 0) continue;
     // Steps, replicas and microbatches are dense and below 2^21 (checked by the caller's sizes).
     const uint64_t key = (static_cast<uint64_t>(p.step) << 42) |
-                         (static_cast<uint64_t>(p.replica) << 21) | static_cast<uint64_t>(p.microbatch);
+                         (static_cast<uint64_t>(p.replica) << 21) |
+                         static_cast<uint64_t>(p.microbatch);
     key_of[i] = key;
     Group& g = groups[key];
     g.sum += d.within[i];
@@ -137,7 +140,8 @@ Decomposition decompose(const std::vector<PassSample>& passes) {
     n += 1;
     replica_steps.insert({p.step, p.replica});
     cell_microbatches[static_cast<size_t>(p.gpu) * static_cast<size_t>(steps) +
-                      static_cast<size_t>(p.step)].insert(p.microbatch);
+                      static_cast<size_t>(p.step)]
+        .insert(p.microbatch);
   }
   // Covariance of residuals of one microbatch on different GPUs: sum over pairs w_a w_b.
   double cross = 0, pairs = 0;
@@ -174,24 +178,31 @@ Decomposition decompose(const std::vector<PassSample>& passes) {
   }
   const double mb_part = d.estimable.microbatch ? vc.microbatch * (1 - 1 / m_per_cell) : 0;
   double w_dir[2] = {0, 0};
-  for (int dir = 0; dir < 2; ++dir) w_dir[dir] = count[dir] > 0 ? sq[dir] / count[dir] - mb_part : 0;
+  for (int dir = 0; dir < 2; ++dir)
+    w_dir[dir] = count[dir] > 0 ? sq[dir] / count[dir] - mb_part : 0;
   double mean_s2 = 0;
   if (n_cell > 2) {
     d.estimable.pass = true;
-    mean_s2 = (w_dir[0] * count[0] + w_dir[1] * count[1]) / (count[0] + count[1]) / (1 - 1 / n_cell);
+    mean_s2 =
+        (w_dir[0] * count[0] + w_dir[1] * count[1]) / (count[0] + count[1]) / (1 - 1 / n_cell);
     mean_s2 = std::max(0.0, mean_s2);
-    vc.forward_pass = count[0] > 0 ? std::max(0.0, (w_dir[0] - mean_s2 / n_cell) / (1 - 2 / n_cell)) : 0;
-    vc.backward_pass = count[1] > 0 ? std::max(0.0, (w_dir[1] - mean_s2 / n_cell) / (1 - 2 / n_cell)) : 0;
+    vc.forward_pass =
+        count[0] > 0 ? std::max(0.0, (w_dir[0] - mean_s2 / n_cell) / (1 - 2 / n_cell)) : 0;
+    vc.backward_pass =
+        count[1] > 0 ? std::max(0.0, (w_dir[1] - mean_s2 / n_cell) / (1 - 2 / n_cell)) : 0;
   }
   // Noise of a cell mean from within the cell.
-  const double v_cell = (d.estimable.microbatch && m_per_cell > 0 ? vc.microbatch / m_per_cell : 0) +
-                        mean_s2 / n_cell;
+  const double v_cell =
+      (d.estimable.microbatch && m_per_cell > 0 ? vc.microbatch / m_per_cell : 0) +
+      mean_s2 / n_cell;
   std::vector<double> step_mean, gpu_mean;
   for (int32_t t = 0; t < steps; ++t) {
-    if (step_n[static_cast<size_t>(t)] > 0) step_mean.push_back(step_sum[static_cast<size_t>(t)] / step_n[static_cast<size_t>(t)]);
+    if (step_n[static_cast<size_t>(t)] > 0)
+      step_mean.push_back(step_sum[static_cast<size_t>(t)] / step_n[static_cast<size_t>(t)]);
   }
   for (int32_t g = 0; g < gpus; ++g) {
-    if (gpu_n[static_cast<size_t>(g)] > 0) gpu_mean.push_back(gpu_sum[static_cast<size_t>(g)] / gpu_n[static_cast<size_t>(g)]);
+    if (gpu_n[static_cast<size_t>(g)] > 0)
+      gpu_mean.push_back(gpu_sum[static_cast<size_t>(g)] / gpu_n[static_cast<size_t>(g)]);
   }
   const double T = static_cast<double>(step_mean.size()), G = static_cast<double>(gpu_mean.size());
   if (T >= 2 && G >= 2) {
@@ -199,10 +210,13 @@ Decomposition decompose(const std::vector<PassSample>& passes) {
     double ss = 0, df = 0;
     for (int32_t g = 0; g < gpus; ++g) {
       for (int32_t t = 0; t < steps; ++t) {
-        const size_t c = static_cast<size_t>(g) * static_cast<size_t>(steps) + static_cast<size_t>(t);
+        const size_t c =
+            static_cast<size_t>(g) * static_cast<size_t>(steps) + static_cast<size_t>(t);
         if (cell_n[c] == 0) continue;
-        const double inter = cell_sum[c] / cell_n[c] - step_sum[static_cast<size_t>(t)] / step_n[static_cast<size_t>(t)] -
-                             gpu_sum[static_cast<size_t>(g)] / gpu_n[static_cast<size_t>(g)] + grand;
+        const double inter = cell_sum[c] / cell_n[c] -
+                             step_sum[static_cast<size_t>(t)] / step_n[static_cast<size_t>(t)] -
+                             gpu_sum[static_cast<size_t>(g)] / gpu_n[static_cast<size_t>(g)] +
+                             grand;
         ss += inter * inter;
         df += 1;
       }
@@ -266,7 +280,8 @@ SlowdownFit shaped_fit(std::vector<double> effects, double var, const Calibratio
 std::string collective_op_of(const std::string& optype) {
   std::string s = optype;
   std::replace(s.begin(), s.end(), '_', '-');
-  if (s.find("reduce-scatter") != std::string::npos || s.find("reducescatter") != std::string::npos) {
+  if (s.find("reduce-scatter") != std::string::npos ||
+      s.find("reducescatter") != std::string::npos) {
     return "reduce_scatter";
   }
   if (s.find("all-gather") != std::string::npos || s.find("allgather") != std::string::npos) {
@@ -287,7 +302,8 @@ struct LevelInfo {
 const LevelInfo kLevels[] = {
     {"step", "levels.step", &VarianceComponents::step, &Estimability::step,
      "variance of the step means of log pass durations (centred per pass type), less what the "
-     "lower levels contribute to a mean", "one step: a step-wide factor needs at least two steps"},
+     "lower levels contribute to a mean",
+     "one step: a step-wide factor needs at least two steps"},
     {"gpu_step", "levels.gpu_step", &VarianceComponents::gpu_step, &Estimability::gpu_step,
      "GPU x step interaction of the cell means, less the within-cell noise of a mean",
      "needs at least two GPUs and two steps"},
@@ -300,7 +316,8 @@ const LevelInfo kLevels[] = {
      "within-cell residual variance of forward passes, less the microbatch share",
      "needs more than two passes per GPU and step"},
     {"backward_pass", "levels.backward_pass", &VarianceComponents::backward_pass,
-     &Estimability::pass, "within-cell residual variance of backward passes, less the microbatch share",
+     &Estimability::pass,
+     "within-cell residual variance of backward passes, less the microbatch share",
      "needs more than two passes per GPU and step"},
     {"gpu", "gpus.per_gpu", &VarianceComponents::gpu, &Estimability::gpu,
      "variance of the GPU means, less what GPU x step and the within-cell noise contribute",
@@ -341,8 +358,14 @@ TimelineCalibration calibrate_timelines(const std::vector<Timeline>& timelines,
     }
   }
   // Steps numbered in order (a map's order is by timeline then step).
-  { int32_t i = 0; for (auto& [key, id] : step_id) id = i++; }
-  { int32_t i = 0; for (auto& [key, id] : gpu_id) id = i++; }
+  {
+    int32_t i = 0;
+    for (auto& [key, id] : step_id) id = i++;
+  }
+  {
+    int32_t i = 0;
+    for (auto& [key, id] : gpu_id) id = i++;
+  }
   c.ranks = gpu_id.size();
   c.steps = step_id.size();
   for (size_t ti = 0; ti < timelines.size(); ++ti) {
@@ -353,18 +376,19 @@ TimelineCalibration calibrate_timelines(const std::vector<Timeline>& timelines,
         continue;
       }
       const bool forward = op.kind == TimelineOpKind::forward;
-      auto [it, added] = signature_id.try_emplace({forward, op.stage},
-                                                  static_cast<uint32_t>(signature_id.size()));
+      auto [it, added] =
+          signature_id.try_emplace({forward, op.stage}, static_cast<uint32_t>(signature_id.size()));
       if (added) signature_of.push_back({forward, op.stage});
       PassSample p;
       p.signature = it->second;
       p.gpu = gpu_id.at({ti, op.rank});
       p.step = step_id.at({ti, op.step});
       // A replica is one pipeline: numbered densely across timelines.
-      p.replica = op.replica < 0 ? -1
-                                 : replica_id.try_emplace({ti, op.replica},
-                                                          static_cast<int32_t>(replica_id.size()))
-                                       .first->second;
+      p.replica =
+          op.replica < 0
+              ? -1
+              : replica_id.try_emplace({ti, op.replica}, static_cast<int32_t>(replica_id.size()))
+                    .first->second;
       p.microbatch = op.microbatch;
       p.forward = forward;
       p.log_duration = std::log(op.duration_s);
@@ -374,8 +398,10 @@ TimelineCalibration calibrate_timelines(const std::vector<Timeline>& timelines,
   }
   c.passes = passes.size();
   if (zero_passes > 0) {
-    c.notes.push_back(fmt::format("{} compute passes of zero duration left out of the "
-                                  "decomposition (a log needs a positive duration)", zero_passes));
+    c.notes.push_back(
+        fmt::format("{} compute passes of zero duration left out of the "
+                    "decomposition (a log needs a positive duration)",
+                    zero_passes));
   }
   for (const auto& [key, durations] : stage_durations) {
     StageTime s;
@@ -398,7 +424,8 @@ TimelineCalibration calibrate_timelines(const std::vector<Timeline>& timelines,
   std::vector<std::vector<double>> boot(std::size(kLevels));
   if (!passes.empty() && c.steps >= 2 && options.bootstrap_replicates > 0) {
     std::vector<std::vector<size_t>> by_step(c.steps);
-    for (size_t i = 0; i < passes.size(); ++i) by_step[static_cast<size_t>(passes[i].step)].push_back(i);
+    for (size_t i = 0; i < passes.size(); ++i)
+      by_step[static_cast<size_t>(passes[i].step)].push_back(i);
     std::mt19937_64 rng(options.bootstrap_seed);
     std::vector<PassSample> resampled;
     for (int b = 0; b < options.bootstrap_replicates; ++b) {
@@ -439,8 +466,10 @@ TimelineCalibration calibrate_timelines(const std::vector<Timeline>& timelines,
     }
     // Durations carry at most 7 significant digits: a sigma below 1e-6 is their rounding.
     if (e.sigma <= 1e-6) {
-      c.notes.push_back(fmt::format("{} ({}): estimate 0: the data shows no variation at this "
-                                    "level; nothing fitted", e.level, e.target));
+      c.notes.push_back(
+          fmt::format("{} ({}): estimate 0: the data shows no variation at this "
+                      "level; nothing fitted",
+                      e.level, e.target));
       c.levels.push_back(e);
       continue;
     }
@@ -474,17 +503,21 @@ TimelineCalibration calibrate_timelines(const std::vector<Timeline>& timelines,
       double busy_until = -1;
       bool any = false;
       for (const TimelineOp* op : ops) {
-        const bool compute = op->kind == TimelineOpKind::forward || op->kind == TimelineOpKind::backward;
+        const bool compute =
+            op->kind == TimelineOpKind::forward || op->kind == TimelineOpKind::backward;
         if (compute && any && op->start_s >= busy_until) gaps.push_back(op->start_s - busy_until);
-        busy_until = any ? std::max(busy_until, op->start_s + op->duration_s) : op->start_s + op->duration_s;
+        busy_until =
+            any ? std::max(busy_until, op->start_s + op->duration_s) : op->start_s + op->duration_s;
         any = true;
       }
     }
   }
   c.launch_gap_samples = gaps.size();
   if (gaps.size() < options.fit.min_samples) {
-    c.launch_gap_reason = fmt::format("{} compute passes start after their rank's earlier ops "
-                                      "ended (at least {} needed)", gaps.size(), options.fit.min_samples);
+    c.launch_gap_reason = fmt::format(
+        "{} compute passes start after their rank's earlier ops "
+        "ended (at least {} needed)",
+        gaps.size(), options.fit.min_samples);
   } else if (*std::max_element(gaps.begin(), gaps.end()) <= 0) {
     c.launch_gap_reason = "every pass starts the moment the previous op ends: no launch gaps";
   } else {
@@ -506,12 +539,15 @@ TimelineCalibration calibrate_timelines(const std::vector<Timeline>& timelines,
       for (size_t i = 0; i < points; ++i) {
         // A scenario's empirical values are at least 1e-12 (s): a 0 is written as that.
         f.distribution.samples.push_back(std::max(
-            1e-12, quantile_of(gaps, (static_cast<double>(i) + 0.5) / static_cast<double>(points))));
+            1e-12,
+            quantile_of(gaps, (static_cast<double>(i) + 0.5) / static_cast<double>(points))));
       }
       c.launch_gap = f;
-      c.notes.push_back(fmt::format("host.launch_gap: {} of {} gaps are 0; the measured quantiles "
-                                    "are kept (empirical; a 0 is written as 1e-12 s, the least a "
-                                    "scenario accepts)", zeros, gaps.size()));
+      c.notes.push_back(
+          fmt::format("host.launch_gap: {} of {} gaps are 0; the measured quantiles "
+                      "are kept (empirical; a 0 is written as 1e-12 s, the least a "
+                      "scenario accepts)",
+                      zeros, gaps.size()));
     }
   }
   if (!c.launch_gap) c.notes.push_back("host.launch_gap: not fitted: " + c.launch_gap_reason);
@@ -566,8 +602,10 @@ TimelineCalibration calibrate_timelines(const std::vector<Timeline>& timelines,
     }
     ct.calls = transfers.size();
     if (transfers.empty()) {
-      ct.reason = fmt::format("{} calls, each recorded on one rank only: the last member's start is "
-                              "unknown", single);
+      ct.reason = fmt::format(
+          "{} calls, each recorded on one rank only: the last member's start is "
+          "unknown",
+          single);
       c.collectives.push_back(ct);
       c.notes.push_back(fmt::format("network.jitter ({}): not fitted: {}", name, ct.reason));
       continue;
@@ -591,12 +629,13 @@ TimelineCalibration calibrate_timelines(const std::vector<Timeline>& timelines,
     const double unit = magnitude > 0 ? std::pow(10.0, std::floor(std::log10(magnitude)) - 6) : 0;
     ct.resolution = ct.transfer_p50_s > 0 ? unit / ct.transfer_p50_s : 0;
     const double floor = std::max(options.min_jitter_spread, 3 * ct.resolution);
-    const std::string target = fmt::format("network.jitter.{}.{}", ct.op,
-                                           inter_node ? "inter_node" : "intra_node");
+    const std::string target =
+        fmt::format("network.jitter.{}.{}", ct.op, inter_node ? "inter_node" : "intra_node");
     if (ratios.size() >= 2 && ct.spread <= floor) {
-      ct.reason = fmt::format("robust spread of log transfer ratios {:.4g} is within the floor "
-                              "{:.4g} (max of {} and 3x the timestamp resolution): no jitter shown",
-                              ct.spread, floor, options.min_jitter_spread);
+      ct.reason = fmt::format(
+          "robust spread of log transfer ratios {:.4g} is within the floor "
+          "{:.4g} (max of {} and 3x the timestamp resolution): no jitter shown",
+          ct.spread, floor, options.min_jitter_spread);
     } else if (ratios.size() < options.fit.min_samples) {
       ct.reason = fmt::format("{} calls repeated over steps (at least {} needed)", ratios.size(),
                               options.fit.min_samples);
@@ -604,7 +643,8 @@ TimelineCalibration calibrate_timelines(const std::vector<Timeline>& timelines,
       ct.jitter = fit_slowdowns(ratios, options.fit);
       ct.reason = target;
     }
-    if (!ct.jitter) c.notes.push_back(fmt::format("{} ({}): not fitted: {}", target, name, ct.reason));
+    if (!ct.jitter)
+      c.notes.push_back(fmt::format("{} ({}): not fitted: {}", target, name, ct.reason));
     c.collectives.push_back(ct);
   }
   return c;
@@ -618,13 +658,16 @@ std::string fit_line(const SlowdownFit& f) {
 }
 
 /// The YAML of a fit, its empirical samples written to a side file.
-std::string entry_yaml(const SlowdownFit& f, const std::filesystem::path& out, const std::string& name) {
+std::string entry_yaml(const SlowdownFit& f, const std::filesystem::path& out,
+                       const std::string& name) {
   const DistributionSpec* measured = &f.distribution;
   for (const auto& [weight, component] : f.distribution.components) measured = &component;
-  if (measured->family != DistributionSpec::Family::empirical) return distribution_yaml(f.distribution);
+  if (measured->family != DistributionSpec::Family::empirical)
+    return distribution_yaml(f.distribution);
   const std::string file = fmt::format("{}.{}.txt", out.stem().string(), name);
-  std::string values = fmt::format("# Empirical values of {}: {} quantiles (prismsim calibrate, timelines)\n",
-                                   name, measured->samples.size());
+  std::string values =
+      fmt::format("# Empirical values of {}: {} quantiles (prismsim calibrate, timelines)\n", name,
+                  measured->samples.size());
   for (double v : measured->samples) values += num(v) + '\n';
   write_file(out.parent_path() / file, values);
   return distribution_yaml(f.distribution, file);
@@ -637,11 +680,12 @@ void write_timeline_section(const TimelineCalibration& c, const std::string& pat
   const std::filesystem::path out(path);
   std::string y = fmt::format(
       "# A scenario's variability section, fitted by prismsim calibrate from op timelines:\n"
-      "#   {}\n# Inputs: {}\n# {} ops, {} compute passes, {} ranks, {} steps. Variance components of\n"
+      "#   {}\n# Inputs: {}\n# {} ops, {} compute passes, {} ranks, {} steps. Variance components "
+      "of\n"
       "# log pass durations by level (random effects, moments); intervals: 90% bootstrap over\n"
       "# steps ({} replicates, seed {}).\n",
-      command, fmt::join(c.inputs, ", "), c.ops, c.passes, c.ranks, c.steps,
-      c.bootstrap_replicates, c.bootstrap_seed);
+      command, fmt::join(c.inputs, ", "), c.ops, c.passes, c.ranks, c.steps, c.bootstrap_replicates,
+      c.bootstrap_seed);
   std::string levels, gpus;
   for (const LevelEstimate& e : c.levels) {
     const std::string key = e.target.substr(e.target.find('.') + 1);
@@ -671,9 +715,10 @@ void write_timeline_section(const TimelineCalibration& c, const std::string& pat
     y += fmt::format("# gpus:\n{}", gpus);
   }
   if (c.launch_gap) {
-    y += fmt::format("host:\n  # idle time of a rank before a pass after its earlier ops ended: {}\n"
-                     "  launch_gap: {{unit: s, {}\n", fit_line(*c.launch_gap),
-                     entry_yaml(*c.launch_gap, out, "host.launch_gap").substr(1));
+    y += fmt::format(
+        "host:\n  # idle time of a rank before a pass after its earlier ops ended: {}\n"
+        "  launch_gap: {{unit: s, {}\n",
+        fit_line(*c.launch_gap), entry_yaml(*c.launch_gap, out, "host.launch_gap").substr(1));
   } else {
     y += fmt::format("# host.launch_gap: not fitted: {}\n", c.launch_gap_reason);
   }
@@ -685,9 +730,11 @@ void write_timeline_section(const TimelineCalibration& c, const std::string& pat
       continue;
     }
     const std::string scope = ct.reason.substr(ct.reason.rfind('.') + 1);
-    jitter[ct.op][scope] = fmt::format("      # {}: transfer p50 {:.4g} s, spread {:.4g}; {}\n"
-                                       "      {}: {}\n", ct.optype, ct.transfer_p50_s, ct.spread,
-                                       fit_line(*ct.jitter), scope, entry_yaml(*ct.jitter, out, ct.reason));
+    jitter[ct.op][scope] = fmt::format(
+        "      # {}: transfer p50 {:.4g} s, spread {:.4g}; {}\n"
+        "      {}: {}\n",
+        ct.optype, ct.transfer_p50_s, ct.spread, fit_line(*ct.jitter), scope,
+        entry_yaml(*ct.jitter, out, ct.reason));
   }
   if (!jitter.empty()) {
     y += "network:\n  jitter:\n";
@@ -699,9 +746,11 @@ void write_timeline_section(const TimelineCalibration& c, const std::string& pat
   y += none;
   y += "# Compute time per pass by stage (s; geometric mean is the nominal the levels multiply):\n";
   for (const StageTime& s : c.stages) {
-    y += fmt::format("#   stage {} {}: {} passes, mean {:.6g}, geometric mean {:.6g}, p50 {:.6g}, "
-                     "p95 {:.6g}\n", s.stage, s.forward ? "forward" : "backward", s.passes, s.mean_s,
-                     s.geomean_s, s.p50_s, s.p95_s);
+    y += fmt::format(
+        "#   stage {} {}: {} passes, mean {:.6g}, geometric mean {:.6g}, p50 {:.6g}, "
+        "p95 {:.6g}\n",
+        s.stage, s.forward ? "forward" : "backward", s.passes, s.mean_s, s.geomean_s, s.p50_s,
+        s.p95_s);
   }
   write_file(path, y);
 }
@@ -722,12 +771,15 @@ std::string timeline_report(const TimelineCalibration& c) {
   }
   out += "\nstage  direction  passes      mean s   geomean s       p95 s\n";
   for (const StageTime& s : c.stages) {
-    out += fmt::format("{:>5}  {:<9} {:>7} {:>11.6f} {:>11.6f} {:>11.6f}\n", s.stage,
-                       s.forward ? "forward" : "backward", s.passes, s.mean_s, s.geomean_s, s.p95_s);
+    out +=
+        fmt::format("{:>5}  {:<9} {:>7} {:>11.6f} {:>11.6f} {:>11.6f}\n", s.stage,
+                    s.forward ? "forward" : "backward", s.passes, s.mean_s, s.geomean_s, s.p95_s);
   }
   out += fmt::format("\nhost.launch_gap: {} gaps; {}\n", c.launch_gap_samples,
                      c.launch_gap ? fit_line(*c.launch_gap) : "not fitted: " + c.launch_gap_reason);
-  out += "\ncollective                     op              calls  transfer p50 s  wait mean s  spread  jitter\n";
+  out +=
+      "\ncollective                     op              calls  transfer p50 s  wait mean s  spread "
+      " jitter\n";
   for (const CollectiveTransfer& ct : c.collectives) {
     out += fmt::format("{:<30} {:<15} {:>5} {:>15.6g} {:>12.6g} {:>7.4f}  {}\n", ct.optype, ct.op,
                        ct.calls, ct.transfer_p50_s, ct.wait_mean_s, ct.spread,
@@ -746,7 +798,8 @@ void write_fit(JsonWriter& j, const SlowdownFit& f) {
   j.begin_object(JsonWriter::Layout::line);
   j.member("chosen", f.chosen).member("samples", f.samples).member("p50", f.p50);
   j.member("p95", f.p95).member("ks", f.ks_distance);
-  j.member("distribution", distribution_yaml(f.distribution, f.chosen == "empirical" ? "(file)" : ""));
+  j.member("distribution",
+           distribution_yaml(f.distribution, f.chosen == "empirical" ? "(file)" : ""));
   j.end();
 }
 
@@ -757,7 +810,10 @@ std::string timeline_json(const TimelineCalibration& c) {
   j.begin_object();
   j.member("kind", "timelines");
   j.key("inputs").values(c.inputs);
-  j.member("ops", c.ops).member("passes", c.passes).member("ranks", c.ranks).member("steps", c.steps);
+  j.member("ops", c.ops)
+      .member("passes", c.passes)
+      .member("ranks", c.ranks)
+      .member("steps", c.steps);
   j.key("bootstrap").begin_object(JsonWriter::Layout::line);
   j.member("over", "steps").member("replicates", c.bootstrap_replicates);
   j.member("seed", c.bootstrap_seed).member("interval", 0.9).end();
@@ -766,7 +822,9 @@ std::string timeline_json(const TimelineCalibration& c) {
     j.begin_object(JsonWriter::Layout::line);
     j.member("level", e.level).member("entry", e.target).member("estimable", e.estimable);
     if (e.estimable) {
-      j.member("sigma", e.sigma).member("sigma_low", e.sigma_low).member("sigma_high", e.sigma_high);
+      j.member("sigma", e.sigma)
+          .member("sigma_low", e.sigma_low)
+          .member("sigma_high", e.sigma_high);
       j.member("source", e.reason);
       if (e.fit) {
         j.key("fit");
@@ -790,7 +848,9 @@ std::string timeline_json(const TimelineCalibration& c) {
   j.end();
   j.key("launch_gap").begin_object(JsonWriter::Layout::line);
   j.member("entry", "host.launch_gap").member("samples", c.launch_gap_samples);
-  j.member("source", "idle time of a rank before a compute pass, after all its earlier ops of the step ended");
+  j.member(
+      "source",
+      "idle time of a rank before a compute pass, after all its earlier ops of the step ended");
   if (c.launch_gap) {
     j.key("fit");
     write_fit(j, *c.launch_gap);

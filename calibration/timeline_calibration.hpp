@@ -23,12 +23,12 @@ struct PassSample {
 
 /// Variances of log durations by level (random-effects estimates; 0 when the data shows none).
 struct VarianceComponents {
-  double step = 0;          ///< shared by every GPU in a step
-  double gpu = 0;           ///< persistent per GPU
-  double gpu_step = 0;      ///< per GPU and step
-  double microbatch = 0;    ///< per replica x microbatch x step, shared by its stages' passes
-  double forward_pass = 0;  ///< residual of a forward pass
-  double backward_pass = 0; ///< residual of a backward pass
+  double step = 0;           ///< shared by every GPU in a step
+  double gpu = 0;            ///< persistent per GPU
+  double gpu_step = 0;       ///< per GPU and step
+  double microbatch = 0;     ///< per replica x microbatch x step, shared by its stages' passes
+  double forward_pass = 0;   ///< residual of a forward pass
+  double backward_pass = 0;  ///< residual of a backward pass
 };
 
 /// Estimates the components from passes by moments (docs/calibration.md, "Timelines"): log
@@ -43,11 +43,11 @@ VarianceComponents estimate_components(const std::vector<PassSample>& passes,
 
 /// A level's estimate with its bootstrap interval.
 struct LevelEstimate {
-  std::string level;        ///< "step", "gpu_step", "microbatch", "forward_pass", "backward_pass", "gpu"
-  std::string target;       ///< where it goes: "levels.step", "gpus.per_gpu", ...
+  std::string level;   ///< "step", "gpu_step", "microbatch", "forward_pass", "backward_pass", "gpu"
+  std::string target;  ///< where it goes: "levels.step", "gpus.per_gpu", ...
   bool estimable = false;
-  std::string reason;       ///< why not estimable, or why not fitted
-  double sigma = 0;         ///< sqrt of the variance of log durations
+  std::string reason;                    ///< why not estimable, or why not fitted
+  double sigma = 0;                      ///< sqrt of the variance of log durations
   double sigma_low = 0, sigma_high = 0;  ///< 90% bootstrap interval over steps
   std::optional<SlowdownFit> fit;        ///< the distribution written (when sigma > 0)
 };
@@ -57,24 +57,24 @@ struct StageTime {
   int32_t stage = -1;
   bool forward = true;
   size_t passes = 0;
-  double mean_s = 0;       ///< arithmetic mean
-  double geomean_s = 0;    ///< exp(mean log): the nominal the level factors multiply
+  double mean_s = 0;     ///< arithmetic mean
+  double geomean_s = 0;  ///< exp(mean log): the nominal the level factors multiply
   double p50_s = 0, p95_s = 0;
 };
 
 /// A collective operation's transfer times (end minus the last member's start).
 struct CollectiveTransfer {
   std::string optype;
-  std::string op;           ///< all_reduce, reduce_scatter, all_gather
-  std::string group_by;     ///< "stage" (data-parallel) or "replica" (first and last stage)
+  std::string op;        ///< all_reduce, reduce_scatter, all_gather
+  std::string group_by;  ///< "stage" (data-parallel) or "replica" (first and last stage)
   size_t calls = 0;
-  size_t members = 0;       ///< largest group seen
+  size_t members = 0;  ///< largest group seen
   double transfer_p50_s = 0, transfer_p95_s = 0;
-  double wait_mean_s = 0;   ///< mean over members of (last member's start - own start)
-  double spread = 0;        ///< robust sd of log(transfer / the call's nominal)
-  double resolution = 0;    ///< the spread timestamp rounding alone would give
+  double wait_mean_s = 0;             ///< mean over members of (last member's start - own start)
+  double spread = 0;                  ///< robust sd of log(transfer / the call's nominal)
+  double resolution = 0;              ///< the spread timestamp rounding alone would give
   std::optional<SlowdownFit> jitter;  ///< fitted only when spread shows jitter
-  std::string reason;       ///< why none was fitted
+  std::string reason;                 ///< why none was fitted
 };
 
 /// What a timeline calibration found.
@@ -87,7 +87,7 @@ struct TimelineCalibration {
   std::optional<SlowdownFit> launch_gap;  ///< seconds
   std::string launch_gap_reason;
   std::vector<CollectiveTransfer> collectives;
-  std::vector<std::string> notes;         ///< what could not be estimated and why
+  std::vector<std::string> notes;  ///< what could not be estimated and why
   int bootstrap_replicates = 0;
   uint64_t bootstrap_seed = 0;
 };

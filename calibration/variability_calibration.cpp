@@ -1,5 +1,7 @@
 #include "variability_calibration.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -7,8 +9,6 @@
 #include <optional>
 #include <set>
 #include <stdexcept>
-
-#include <fmt/format.h>
 
 #include "stats/distribution.hpp"
 #include "timeline_calibration.hpp"
@@ -85,11 +85,12 @@ std::optional<std::pair<std::string, Fit>> body_and_tail(const std::vector<doubl
   std::vector<double> logs;
   for (double v : sorted) logs.push_back(std::log(v));
   const std::vector<double> z = robust_z(logs);  // ascending, as `sorted` is
-  const auto body_size = static_cast<std::ptrdiff_t>(
-      std::upper_bound(z.begin(), z.end(), kTailFence) - z.begin());
+  const auto body_size =
+      static_cast<std::ptrdiff_t>(std::upper_bound(z.begin(), z.end(), kTailFence) - z.begin());
   const std::vector<double> body(sorted.begin(), sorted.begin() + body_size);
   const std::vector<double> tail(sorted.begin() + body_size, sorted.end());
-  if (tail.empty() || static_cast<double>(tail.size()) > kMaxTail * static_cast<double>(sorted.size()) ||
+  if (tail.empty() ||
+      static_cast<double>(tail.size()) > kMaxTail * static_cast<double>(sorted.size()) ||
       body.size() < 2 || body.front() == body.back()) {
     return std::nullopt;
   }
@@ -101,7 +102,8 @@ std::optional<std::pair<std::string, Fit>> body_and_tail(const std::vector<doubl
   const double weight = static_cast<double>(tail.size()) / static_cast<double>(sorted.size());
   Fit mixture;
   mixture.distribution.family = DistributionSpec::Family::mixture;
-  mixture.distribution.components = {{1 - weight, fits[best].distribution}, {weight, measured_tail}};
+  mixture.distribution.components = {{1 - weight, fits[best].distribution},
+                                     {weight, measured_tail}};
   mixture.ks_distance = ks_distance_to(sorted, mixture.distribution);
   return std::pair{std::string(kFamilyNames[best]) + "+tail", mixture};
 }
@@ -132,8 +134,10 @@ void fit_spatial(const SampleSet& set, const std::vector<size_t>& measured,
   bool all_placed = true;
   for (size_t i = 0; i < measured.size(); ++i) {
     const int32_t node = node_of[measured[i]];
-    if (node < 0) all_placed = false;
-    else node_logs[node].push_back(logs[i]);
+    if (node < 0)
+      all_placed = false;
+    else
+      node_logs[node].push_back(logs[i]);
   }
   std::map<int32_t, double> node_mean;
   for (const auto& [node, l] : node_logs) {
@@ -156,18 +160,18 @@ void fit_spatial(const SampleSet& set, const std::vector<size_t>& measured,
   const auto on_slow_node = [&](size_t g) { return slow_node_z.contains(node_of[g]); };
   std::vector<bool> slow_gpu(factor.size(), false);
   for (size_t i = 0; i < measured.size(); ++i) {
-    slow_gpu[measured[i]] = z[i] > options.outlier_z &&
-                            factor[measured[i]] >= options.outlier_min_slowdown;
+    slow_gpu[measured[i]] =
+        z[i] > options.outlier_z && factor[measured[i]] >= options.outlier_min_slowdown;
   }
   // The reference speed is the healthy GPUs' median, not one that slow GPUs pull up.
-  const double center =
-      median_factor([&](size_t g) { return !slow_gpu[g] && !on_slow_node(g); });
+  const double center = median_factor([&](size_t g) { return !slow_gpu[g] && !on_slow_node(g); });
   rescale(center);
   for (size_t i = 0; i < measured.size(); ++i) {
     const size_t g = measured[i];
     spatial.gpu_factor.emplace_back(set.gpu_ids()[g], factor[g]);
     // A slow node's GPUs are slow because the node is.
-    if (slow_gpu[g] && !on_slow_node(g)) spatial.slow_gpus.push_back({set.gpu_ids()[g], factor[g], z[i]});
+    if (slow_gpu[g] && !on_slow_node(g))
+      spatial.slow_gpus.push_back({set.gpu_ids()[g], factor[g], z[i]});
   }
   for (const auto& [node, nz] : slow_node_z) {
     spatial.slow_nodes.push_back(
@@ -318,11 +322,11 @@ Calibration calibrate(const SampleSet& set, const CalibrationOptions& options) {
       }
     }
     if (durations.size() < options.min_samples) {
-      fit.skipped = fit.bubble_waits > 0
-                        ? fmt::format("{} transfers after setting apart {} waits; fewer than {}",
-                                      durations.size(), fit.bubble_waits, options.min_samples)
-                        : fmt::format("{} samples, fewer than {}", durations.size(),
-                                      options.min_samples);
+      fit.skipped =
+          fit.bubble_waits > 0
+              ? fmt::format("{} transfers after setting apart {} waits; fewer than {}",
+                            durations.size(), fit.bubble_waits, options.min_samples)
+              : fmt::format("{} samples, fewer than {}", durations.size(), options.min_samples);
       durations.clear();
     }
     out.signatures.push_back(std::move(fit));
@@ -367,7 +371,8 @@ Calibration calibrate(const SampleSet& set, const CalibrationOptions& options) {
   }
 
   // Temporal variation: durations over the GPU's factor and the signature's nominal.
-  std::map<std::string, std::pair<size_t, std::vector<double>>> pools;  // target -> (signatures, values)
+  std::map<std::string, std::pair<size_t, std::vector<double>>>
+      pools;  // target -> (signatures, values)
   for (SignatureFit& fit : out.signatures) {
     std::vector<double>& durations = kept[fit.signature];
     if (durations.empty()) continue;
@@ -380,9 +385,9 @@ Calibration calibrate(const SampleSet& set, const CalibrationOptions& options) {
       }
       fit.target = "kernels." + sig.kernel_class;
     } else if (sig.scope) {
-      fit.target = fmt::format("network.{}.{}",
-                               sig.kind == SampleKind::p2p ? "transfer_jitter" : "jitter",
-                               to_string(*sig.scope));
+      fit.target =
+          fmt::format("network.{}.{}", sig.kind == SampleKind::p2p ? "transfer_jitter" : "jitter",
+                      to_string(*sig.scope));
     }
     fit.nominal_s = median_of(durations);
     for (double& d : durations) d /= fit.nominal_s;
@@ -436,8 +441,10 @@ KernelStepLevels kernel_step_levels(const SampleSet& set) {
   l.step_sigma = std::sqrt(vc.step);
   l.gpu_step_sigma = std::sqrt(vc.gpu_step);
   l.residual_sigma = std::sqrt(vc.forward_pass);
-  if (!e.step) l.skipped = "one step: a step-wide factor needs at least two";
-  else if (!e.gpu_step) l.skipped = "one GPU: GPU x step needs at least two GPUs";
+  if (!e.step)
+    l.skipped = "one step: a step-wide factor needs at least two";
+  else if (!e.gpu_step)
+    l.skipped = "one GPU: GPU x step needs at least two GPUs";
   return l;
 }
 

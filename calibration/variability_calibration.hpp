@@ -16,10 +16,10 @@ struct CalibrationOptions {
   /// max_ks, or not rejected at the 5% level); else a family fitted to the body mixed with the
   /// measured heavy tail, when that is accepted; otherwise the empirical pool is kept.
   double max_ks = 0.02;
-  double outlier_z = 3.5;             ///< robust z-score of a slow GPU or node
+  double outlier_z = 3.5;              ///< robust z-score of a slow GPU or node
   double outlier_min_slowdown = 1.05;  ///< and at least this much slower than the median
-  size_t empirical_points = 1000;     ///< quantiles kept of an empirical pool
-  size_t min_gpus = 8;                ///< GPUs needed to fit the spatial (per-GPU) variation
+  size_t empirical_points = 1000;      ///< quantiles kept of an empirical pool
+  size_t min_gpus = 8;                 ///< GPUs needed to fit the spatial (per-GPU) variation
 };
 
 /// The families fitted, in the order of SlowdownFit::families (fit_families' order).
@@ -31,8 +31,8 @@ struct SlowdownFit {
   double p50 = 0, p95 = 0, p99 = 0, max = 0;  ///< of the sample
   std::vector<Fit> families;                  ///< normal (floored), lognormal, gamma when fitted
   std::string chosen;  ///< family name, FAMILY+tail (a mixture), "empirical" or "constant"
-  DistributionSpec distribution;              ///< what the section uses
-  double ks_distance = 0;                     ///< of the chosen distribution
+  DistributionSpec distribution;  ///< what the section uses
+  double ks_distance = 0;         ///< of the chosen distribution
   double empirical_ks = 0;  ///< of the empirical alternative (the quantile table kept if chosen)
   /// For plots: probabilities and the sample's quantiles at them.
   std::vector<double> probabilities, quantiles;
@@ -41,34 +41,35 @@ struct SlowdownFit {
 /// One signature: its nominal duration and the fit of its slowdowns, or why it was skipped.
 struct SignatureFit {
   uint32_t signature = 0;
-  size_t samples = 0;        ///< all of its samples
-  size_t bubble_waits = 0;   ///< transfers: samples set apart as waiting (Otsu)
-  double nominal_s = 0;      ///< median duration (kernels: after dividing out GPU speed)
-  std::string target;        ///< the section entry it feeds: "kernels.gemm", ...; "" if none
+  size_t samples = 0;       ///< all of its samples
+  size_t bubble_waits = 0;  ///< transfers: samples set apart as waiting (Otsu)
+  double nominal_s = 0;     ///< median duration (kernels: after dividing out GPU speed)
+  std::string target;       ///< the section entry it feeds: "kernels.gemm", ...; "" if none
   std::optional<SlowdownFit> fit;
-  std::string skipped;       ///< why it has no fit
+  std::string skipped;  ///< why it has no fit
 };
 
 /// A slow GPU or node (candidate for the slow-node list).
 struct Outlier {
-  std::string id;     ///< GPU or node id as in the input
+  std::string id;  ///< GPU or node id as in the input
   double slowdown = 1;
-  double z = 0;       ///< robust z-score of the log slowdown
+  double z = 0;  ///< robust z-score of the log slowdown
 };
 
 /// Per-GPU persistent speed (spatial variation).
 struct SpatialFit {
-  size_t gpus = 0, nodes = 0;             ///< with identity and enough samples
+  size_t gpus = 0, nodes = 0;                              ///< with identity and enough samples
   std::vector<std::pair<std::string, double>> gpu_factor;  ///< GPU id -> slowdown (median 1)
-  std::optional<SlowdownFit> per_gpu;     ///< within a node when nodes are known
-  double node_sigma = 0;                  ///< lognormal sigma between nodes (0: none found)
+  std::optional<SlowdownFit> per_gpu;                      ///< within a node when nodes are known
+  double node_sigma = 0;  ///< lognormal sigma between nodes (0: none found)
   std::vector<Outlier> slow_gpus, slow_nodes;
-  std::string skipped;                    ///< why there is no spatial fit
+  std::string skipped;  ///< why there is no spatial fit
 };
 
 /// An entry of the fitted section and the signatures it pools.
 struct TargetFit {
-  std::string target;  ///< "kernels.gemm", "network.jitter.inter_node", "network.transfer_jitter.intra_node"
+  std::string target;  ///< "kernels.gemm", "network.jitter.inter_node",
+                       ///< "network.transfer_jitter.intra_node"
   size_t signatures = 0;
   SlowdownFit fit;
 };

@@ -1,9 +1,9 @@
 #include "vtrain_runs.hpp"
 
+#include <fmt/format.h>
+
 #include <fstream>
 #include <memory>
-
-#include <fmt/format.h>
 
 #include "core/diagnostics.hpp"
 #include "core/text.hpp"
@@ -30,10 +30,17 @@ std::vector<MeasuredIteration> read_vtrain_iterations(const std::string& path) {
   std::string line;
   std::getline(in, line);
   const std::vector<std::string> header = split_fields(line, ',');
-  const std::vector<std::string> wanted = {
-      "# GPUs", "global batch", "micro batch", "hidden size", "attention heads", "# layers",
-      "sequence length", "tensor parallelism", "data parallelism", "pipeline parallelism",
-      "iteration time (ms)"};
+  const std::vector<std::string> wanted = {"# GPUs",
+                                           "global batch",
+                                           "micro batch",
+                                           "hidden size",
+                                           "attention heads",
+                                           "# layers",
+                                           "sequence length",
+                                           "tensor parallelism",
+                                           "data parallelism",
+                                           "pipeline parallelism",
+                                           "iteration time (ms)"};
   std::vector<size_t> column;
   for (const auto& name : wanted) {
     size_t i = 0;
@@ -53,9 +60,9 @@ std::vector<MeasuredIteration> read_vtrain_iterations(const std::string& path) {
       const std::string cell = column[k] < cells.size() ? cells[column[k]] : "";
       const auto value = parse_number(cell);
       if (!value || !(*value > 0)) {
-        throw InputError({Diagnostic{SourceLoc{file, number, 1},
-                                     fmt::format("column '{}' must be a positive number, got '{}'",
-                                                 wanted[k], cell)}});
+        throw InputError({Diagnostic{
+            SourceLoc{file, number, 1},
+            fmt::format("column '{}' must be a positive number, got '{}'", wanted[k], cell)}});
       }
       values.push_back(*value);
     }

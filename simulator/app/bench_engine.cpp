@@ -7,14 +7,14 @@
 // Prints the wall time of the run (platform build excluded) and of the whole process so far.
 // usage: prismsim-bench-engine PLATFORM.yaml step|coarse GPUS [PATH=VALUE]...
 
+#include <fmt/format.h>
+
 #include <chrono>
 #include <cstdio>
+#include <simgrid/s4u.hpp>
 #include <stdexcept>
 #include <string>
 #include <vector>
-
-#include <fmt/format.h>
-#include <simgrid/s4u.hpp>
 
 #include "config/scenario_loader.hpp"
 #include "core/diagnostics.hpp"

@@ -2,14 +2,13 @@
 // GPU and link counts, the build time and the peak memory of the process.
 // usage: prismsim-bench-platform SCENARIO.yaml [PATH=VALUE]...
 
+#include <fmt/format.h>
 #include <sys/resource.h>
 
 #include <chrono>
 #include <cstdio>
 #include <string>
 #include <vector>
-
-#include <fmt/format.h>
 
 #include "config/scenario_loader.hpp"
 #include "core/diagnostics.hpp"

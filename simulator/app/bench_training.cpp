@@ -9,6 +9,8 @@
 // usage: prismsim-bench-training [SCENARIO.yaml] [--steps N] [--replications R] [--jobs J]
 //                                [--runs-csv FILE] [--set PATH=VALUE]...
 
+#include <fmt/format.h>
+
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -16,8 +18,6 @@
 #include <map>
 #include <string>
 #include <vector>
-
-#include <fmt/format.h>
 
 #include "config/scenario_loader.hpp"
 #include "core/diagnostics.hpp"
@@ -72,8 +72,8 @@ std::vector<std::vector<double>> synthetic_runs() {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string scenario_path = std::string(PRISMSIM_SOURCE_DIR) +
-                              "/workloads/scenarios/llama3-405b-h100-training.yaml";
+  std::string scenario_path =
+      std::string(PRISMSIM_SOURCE_DIR) + "/workloads/scenarios/llama3-405b-h100-training.yaml";
   std::string runs_csv;
   int64_t steps = 1'000'000;
   int replications = 1000;
@@ -107,26 +107,28 @@ int main(int argc, char** argv) {
         fmt::format("simulation.train={{steps: {}, replications: {}}}", steps, replications));
     const Scenario scenario = load_scenario(scenario_path, overrides);
     if (!scenario.resilience.elastic_replicas.empty()) {
-      std::fprintf(stderr, "prismsim-bench-training: elastic sizes need their own step times; "
-                           "remove resilience.recovery.elastic\n");
+      std::fprintf(stderr,
+                   "prismsim-bench-training: elastic sizes need their own step times; "
+                   "remove resilience.recovery.elastic\n");
       return 2;
     }
     const auto runs = runs_csv.empty() ? synthetic_runs() : read_runs_csv(runs_csv);
-    const TrainingPlan plan =
-        training_plan(scenario, {StepTimeSet{scenario.parallelism.dp, runs}});
+    const TrainingPlan plan = training_plan(scenario, {StepTimeSet{scenario.parallelism.dp, runs}});
     const auto start = std::chrono::steady_clock::now();
     const auto outcomes = simulate_training(plan, jobs);
     const TrainingSummary s = summarize_training(plan, outcomes);
     const double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    std::printf("%d replications of %lld steps on %d GPUs, %zu runs of step times, jobs %d: "
-                "%.3f s (summary included)\n",
-                replications, static_cast<long long>(steps), scenario.parallelism.ranks(),
-                runs.size(), jobs, seconds);
-    std::printf("training time p50 %.4g d, p99 %.4g d; goodput mean %.4f; interruptions mean "
-                "%.1f; finished %d\n",
-                s.wall_s.p50 / 86400, s.wall_s.p99 / 86400, s.goodput.mean, s.interruptions.mean,
-                s.finished);
+    std::printf(
+        "%d replications of %lld steps on %d GPUs, %zu runs of step times, jobs %d: "
+        "%.3f s (summary included)\n",
+        replications, static_cast<long long>(steps), scenario.parallelism.ranks(), runs.size(),
+        jobs, seconds);
+    std::printf(
+        "training time p50 %.4g d, p99 %.4g d; goodput mean %.4f; interruptions mean "
+        "%.1f; finished %d\n",
+        s.wall_s.p50 / 86400, s.wall_s.p99 / 86400, s.goodput.mean, s.interruptions.mean,
+        s.finished);
   } catch (const InputError& e) {
     for (const auto& d : e.diagnostics()) std::fprintf(stderr, "%s\n", d.str().c_str());
     return 2;

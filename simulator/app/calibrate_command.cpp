@@ -1,18 +1,17 @@
 #include "app/calibrate_command.hpp"
 
+#include <fmt/format.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <boost/program_options.hpp>
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
 #include <set>
 #include <string>
 #include <vector>
-
-#include <boost/program_options.hpp>
-#include <fmt/format.h>
 
 #include "app/cli_errors.hpp"
 #include "app/study.hpp"
@@ -58,29 +57,28 @@ CalibrateOptions parse_options(int argc, char** argv, bool* help, po::variables_
   CalibrateOptions o;
   int min_samples = static_cast<int>(o.calibration.min_samples);
   po::options_description named("options");
-  named.add_options()
-      ("help,h", "show this help")
-      ("out,o", po::value(&o.out), "the fitted variability section (default variability.yaml)")
-      ("plots", po::value(&o.plots), "write CDF and QQ plots of every fit to this directory")
-      ("report", po::value(&o.report), "write the report as JSON to this file")
-      ("scenario", po::value(&o.scenario),
-       "take kernel classes (and GPUs per node) from this scenario's own kernels")
-      ("set", po::value(&o.overrides)->composing(), "override a value of --scenario")
-      ("class", po::value(&o.classes)->composing(),
-       "kernel name (or prefix ending in *) and its class: gemm, attention, elementwise, "
-       "optimizer; tried before the scenario's and the built-in rules")
-      ("by-shape", po::bool_switch(&o.signature.by_shape),
-       "group kernels by name and input shapes (from the launching operator)")
-      ("by-stream", po::bool_switch(&o.signature.by_stream), "group kernels by name and stream")
-      ("strip-templates", po::bool_switch(&o.signature.strip_templates),
-       "group kernels by name without template arguments (merges instantiations)")
-      ("gpus-per-node", po::value(&o.signature.gpus_per_node),
-       "GPUs per node, to place ranks on nodes (default 8, or the scenario's)")
-      ("min-samples", po::value(&min_samples),
-       "signatures with fewer samples are reported and skipped (default 30)")
-      ("max-ks", po::value(&o.calibration.max_ks),
-       "KS distance within which a family is accepted even when the test rejects it (default "
-       "0.02); otherwise the empirical pool is kept");
+  named.add_options()("help,h", "show this help")(
+      "out,o", po::value(&o.out), "the fitted variability section (default variability.yaml)")(
+      "plots", po::value(&o.plots), "write CDF and QQ plots of every fit to this directory")(
+      "report", po::value(&o.report), "write the report as JSON to this file")(
+      "scenario", po::value(&o.scenario),
+      "take kernel classes (and GPUs per node) from this scenario's own kernels")(
+      "set", po::value(&o.overrides)->composing(), "override a value of --scenario")(
+      "class", po::value(&o.classes)->composing(),
+      "kernel name (or prefix ending in *) and its class: gemm, attention, elementwise, "
+      "optimizer; tried before the scenario's and the built-in rules")(
+      "by-shape", po::bool_switch(&o.signature.by_shape),
+      "group kernels by name and input shapes (from the launching operator)")(
+      "by-stream", po::bool_switch(&o.signature.by_stream), "group kernels by name and stream")(
+      "strip-templates", po::bool_switch(&o.signature.strip_templates),
+      "group kernels by name without template arguments (merges instantiations)")(
+      "gpus-per-node", po::value(&o.signature.gpus_per_node),
+      "GPUs per node, to place ranks on nodes (default 8, or the scenario's)")(
+      "min-samples", po::value(&min_samples),
+      "signatures with fewer samples are reported and skipped (default 30)")(
+      "max-ks", po::value(&o.calibration.max_ks),
+      "KS distance within which a family is accepted even when the test rejects it (default "
+      "0.02); otherwise the empirical pool is kept");
   po::options_description hidden;
   hidden.add_options()("input", po::value(&o.inputs)->composing());
   po::options_description all;
@@ -105,15 +103,17 @@ CalibrateOptions parse_options(int argc, char** argv, bool* help, po::variables_
   for (const std::string& file : {o.out, o.report}) {
     const std::filesystem::path dir = std::filesystem::path(file).parent_path();
     if (!file.empty() && ::access(dir.empty() ? "." : dir.c_str(), W_OK) != 0) {
-      throw UsageError(fmt::format("cannot write '{}': no writable directory '{}'", file,
-                                   dir.string()));
+      throw UsageError(
+          fmt::format("cannot write '{}': no writable directory '{}'", file, dir.string()));
     }
   }
   for (const std::string& rule : o.classes) {
     const size_t equals = rule.find('=');
     if (equals == std::string::npos || equals == 0 || !kClasses.contains(rule.substr(equals + 1))) {
-      throw UsageError(fmt::format("invalid --class '{}': expected PATTERN=CLASS with CLASS one of "
-                                   "gemm, attention, elementwise, optimizer", rule));
+      throw UsageError(
+          fmt::format("invalid --class '{}': expected PATTERN=CLASS with CLASS one of "
+                      "gemm, attention, elementwise, optimizer",
+                      rule));
     }
     o.signature.classes.emplace_back(rule.substr(0, equals), rule.substr(equals + 1));
   }
@@ -147,9 +147,9 @@ bool draw_plots(const std::string& dir) {
   const char* script_env = std::getenv("PRISMSIM_PLOT_SCRIPT");
   const std::string script = script_env != nullptr ? script_env : PRISMSIM_PLOT_SCRIPT;
   const char* python_env = std::getenv("PRISMSIM_PYTHON");
-  const std::string python = python_env != nullptr            ? python_env
+  const std::string python = python_env != nullptr                     ? python_env
                              : ::access("/usr/bin/python3", X_OK) == 0 ? "/usr/bin/python3"
-                                                                        : "python3";
+                                                                       : "python3";
   const std::string json = (std::filesystem::path(dir) / "calibration.json").string();
   std::cout.flush();
   const pid_t child = ::fork();
@@ -198,8 +198,8 @@ int calibrate_command(int argc, char** argv) {
   if (!o.scenario.empty()) {
     add_scenario_classes(o.scenario, o.overrides, vm.count("gpus-per-node") > 0, o.signature);
   }
-  const size_t timelines = static_cast<size_t>(
-      std::count_if(o.inputs.begin(), o.inputs.end(), [](const std::string& p) {
+  const size_t timelines =
+      static_cast<size_t>(std::count_if(o.inputs.begin(), o.inputs.end(), [](const std::string& p) {
         return std::filesystem::path(p).extension() == ".csv" && is_timeline_csv(p);
       }));
   if (timelines > 0) {
@@ -228,9 +228,10 @@ int calibrate_command(int argc, char** argv) {
     if (ec) throw UsageError(fmt::format("cannot create plot directory '{}'", o.plots));
     write_file(std::filesystem::path(o.plots) / "calibration.json", json);
     if (!draw_plots(o.plots)) {
-      std::cerr << fmt::format("prismsim: error: the plotting script failed; {}/calibration.json "
-                               "is kept (python3 scripts/plot.py calibration {}/calibration.json)\n",
-                               o.plots, o.plots);
+      std::cerr << fmt::format(
+          "prismsim: error: the plotting script failed; {}/calibration.json "
+          "is kept (python3 scripts/plot.py calibration {}/calibration.json)\n",
+          o.plots, o.plots);
       return kExitRunFailed;
     }
   }

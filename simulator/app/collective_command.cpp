@@ -1,5 +1,8 @@
 #include "app/collective_command.hpp"
 
+#include <fmt/format.h>
+
+#include <boost/program_options.hpp>
 #include <cmath>
 #include <fstream>
 #include <iostream>
@@ -8,13 +11,10 @@
 #include <string>
 #include <vector>
 
-#include <boost/program_options.hpp>
-#include <fmt/format.h>
-
 #include "app/cli_errors.hpp"
 #include "collectives/cost_model.hpp"
-#include "core/files.hpp"
 #include "config/scenario_loader.hpp"
+#include "core/files.hpp"
 #include "runtime/collective_sweep.hpp"
 #include "stats/nccl_table.hpp"
 
@@ -34,14 +34,19 @@ double parse_size(const std::string& option, const std::string& text) {
   }
   const std::string suffix = text.substr(used);
   double factor = 0;
-  if (suffix.empty() || suffix == "B") factor = 1;
-  else if (suffix == "K" || suffix == "KiB") factor = 1024.0;
-  else if (suffix == "M" || suffix == "MiB") factor = 1048576.0;
-  else if (suffix == "G" || suffix == "GiB") factor = 1073741824.0;
-  else if (suffix == "T" || suffix == "TiB") factor = 1099511627776.0;
+  if (suffix.empty() || suffix == "B")
+    factor = 1;
+  else if (suffix == "K" || suffix == "KiB")
+    factor = 1024.0;
+  else if (suffix == "M" || suffix == "MiB")
+    factor = 1048576.0;
+  else if (suffix == "G" || suffix == "GiB")
+    factor = 1073741824.0;
+  else if (suffix == "T" || suffix == "TiB")
+    factor = 1099511627776.0;
   if (used == 0 || factor == 0 || !(value > 0) || !std::isfinite(value)) {
-    throw UsageError(fmt::format("{} expects a positive size such as 8, 64K or 8G, got '{}'",
-                                 option, text));
+    throw UsageError(
+        fmt::format("{} expects a positive size such as 8, 64K or 8G, got '{}'", option, text));
   }
   return std::floor(value * factor);
 }
@@ -63,26 +68,26 @@ int collective_command(int argc, char** argv) {
   bool algorithm_column = false;
   std::vector<std::string> overrides;
   po::options_description named("collective options");
-  named.add_options()
-      ("help,h", "show this help")
-      ("platform", po::value(&platform_path), "platform file")
-      ("op", po::value(&op_name), "all_reduce, all_gather, reduce_scatter, broadcast, reduce, "
-                                  "all_to_all or send_recv")
-      ("gpus", po::value(&gpus), "GPUs taking part (the first N of the platform)")
-      ("min-bytes,b", po::value(&min_text), "smallest size (default 8)")
-      ("max-bytes,e", po::value(&max_text), "largest size (default 8G)")
-      ("step-factor,f", po::value(&step_factor), "size multiplier between rows (default 2)")
-      ("algo", po::value(&algo_name), "auto, ring, tree, hierarchical, nvls, nvls_tree or direct")
-      ("fidelity", po::value(&fidelity_name), "auto, step or coarse")
-      ("iters,n", po::value(&iterations),
-       "calls per size back to back, as nccl-tests times them (default 1: one call; broadcast "
-       "and reduce calls overlap: the loop's time per call is reported)")
-      ("csv", po::value(&csv_path), "also write the table as CSV to this file")
-      ("algorithm-column", po::bool_switch(&algorithm_column),
-       "how each size ran (algorithm/protocol/fidelity) as a last column of the table, instead "
-       "of comment lines after it")
-      ("set", po::value(&overrides)->composing(), "override a platform value, e.g. "
-                                                   "--set platform.node.nic.bandwidth=200Gbps");
+  named.add_options()("help,h", "show this help")("platform", po::value(&platform_path),
+                                                  "platform file")(
+      "op", po::value(&op_name),
+      "all_reduce, all_gather, reduce_scatter, broadcast, reduce, "
+      "all_to_all or send_recv")("gpus", po::value(&gpus),
+                                 "GPUs taking part (the first N of the platform)")(
+      "min-bytes,b", po::value(&min_text), "smallest size (default 8)")(
+      "max-bytes,e", po::value(&max_text), "largest size (default 8G)")(
+      "step-factor,f", po::value(&step_factor), "size multiplier between rows (default 2)")(
+      "algo", po::value(&algo_name), "auto, ring, tree, hierarchical, nvls, nvls_tree or direct")(
+      "fidelity", po::value(&fidelity_name), "auto, step or coarse")(
+      "iters,n", po::value(&iterations),
+      "calls per size back to back, as nccl-tests times them (default 1: one call; broadcast "
+      "and reduce calls overlap: the loop's time per call is reported)")(
+      "csv", po::value(&csv_path), "also write the table as CSV to this file")(
+      "algorithm-column", po::bool_switch(&algorithm_column),
+      "how each size ran (algorithm/protocol/fidelity) as a last column of the table, instead "
+      "of comment lines after it")("set", po::value(&overrides)->composing(),
+                                   "override a platform value, e.g. "
+                                   "--set platform.node.nic.bandwidth=200Gbps");
   po::variables_map vm;
   po::store(po::command_line_parser(argc, argv).options(named).run(), vm);
   po::notify(vm);
@@ -100,9 +105,12 @@ int collective_command(int argc, char** argv) {
   EngineSpec engine;
   // One call at a time: automatic fidelity depends on the group size only.
   engine.step_fidelity_max_transfers = std::numeric_limits<int64_t>::max();
-  if (fidelity_name == "step") engine.collective_fidelity = CollectiveFidelity::step;
-  else if (fidelity_name == "coarse") engine.collective_fidelity = CollectiveFidelity::coarse;
-  else if (fidelity_name != "auto") throw UsageError(fmt::format("unknown fidelity '{}'", fidelity_name));
+  if (fidelity_name == "step")
+    engine.collective_fidelity = CollectiveFidelity::step;
+  else if (fidelity_name == "coarse")
+    engine.collective_fidelity = CollectiveFidelity::coarse;
+  else if (fidelity_name != "auto")
+    throw UsageError(fmt::format("unknown fidelity '{}'", fidelity_name));
   const double min_bytes = parse_size("--min-bytes", min_text);
   const double max_bytes = parse_size("--max-bytes", max_text);
   if (max_bytes < min_bytes) throw UsageError("--max-bytes is smaller than --min-bytes");
@@ -148,8 +156,8 @@ int collective_command(int argc, char** argv) {
   std::vector<int> members(static_cast<size_t>(gpus));
   std::iota(members.begin(), members.end(), 0);
   const CollectivePlanner planner = planner_for(layout_of(members, topology), platform);
-  const Algorithm forced = planner.supports(*op, *algorithm, platform.nvls) ? *algorithm
-                                                                            : Algorithm::automatic;
+  const Algorithm forced =
+      planner.supports(*op, *algorithm, platform.nvls) ? *algorithm : Algorithm::automatic;
   std::vector<NcclRow> rows;
   for (const auto& r : swept) {
     double seconds = r.seconds;
@@ -159,16 +167,17 @@ int collective_command(int argc, char** argv) {
       seconds = back_to_back_seconds(r.seconds, back_to_back_period_seconds(choice, platform),
                                      iterations);
     }
-    rows.push_back({r.bytes, seconds, 0.0, fmt::format("{}/{}/{}", to_string(r.algorithm), r.protocol,
-                                                     r.coarse ? "coarse" : "step")});
+    rows.push_back({r.bytes, seconds, 0.0,
+                    fmt::format("{}/{}/{}", to_string(r.algorithm), r.protocol,
+                                r.coarse ? "coarse" : "step")});
   }
   NcclTableSpec table;
   table.op = *op;
   table.ranks = gpus;
   table.gpus_per_node = platform.gpus_per_node;
   table.gpu_model = platform.gpu.model;
-  table.title = fmt::format("prismsim collective: {} on {} GPUs of {} ({} per node)", op_name,
-                            gpus, platform.name, platform.gpus_per_node);
+  table.title = fmt::format("prismsim collective: {} on {} GPUs of {} ({} per node)", op_name, gpus,
+                            platform.name, platform.gpus_per_node);
   table.min_bytes = sizes.empty() ? min_bytes : sizes.front();
   table.max_bytes = sizes.empty() ? max_bytes : sizes.back();
   table.step_factor = step_factor;

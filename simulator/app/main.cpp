@@ -1,14 +1,13 @@
+#include <fmt/format.h>
 #include <unistd.h>
 
+#include <boost/program_options.hpp>
 #include <filesystem>
 #include <iostream>
 #include <set>
 #include <string>
 #include <thread>
 #include <vector>
-
-#include <boost/program_options.hpp>
-#include <fmt/format.h>
 
 #include "app/calibrate_command.hpp"
 #include "app/cli_errors.hpp"
@@ -57,16 +56,16 @@ struct Options {
   std::vector<std::string> overrides;
   int jobs = 0;
   std::vector<std::string> deadlines;  ///< --deadline values, added to simulation.deadlines
-  std::string compare_to;    ///< measured step times to compare with, or empty
-  std::string trace;         ///< Chrome trace of run 0, or empty
-  std::string trace_ranks;   ///< ranks in the trace; default: the first 8
+  std::string compare_to;              ///< measured step times to compare with, or empty
+  std::string trace;                   ///< Chrome trace of run 0, or empty
+  std::string trace_ranks;             ///< ranks in the trace; default: the first 8
   std::string trace_format = "chrome";
-  bool attribute = false;    ///< rerun without each source of variation
-  bool breakdown = false;    ///< per-rank breakdown of the slowest and median runs
+  bool attribute = false;                 ///< rerun without each source of variation
+  bool breakdown = false;                 ///< per-rank breakdown of the slowest and median runs
   std::vector<std::string> command_line;  ///< the whole command line, for provenance
-  std::string shard;         ///< --shard K/N, or empty
-  std::string max_memory;    ///< refuse runs expected to need more; empty: available memory
-  bool force = false;        ///< run even when the estimate exceeds the memory
+  std::string shard;                      ///< --shard K/N, or empty
+  std::string max_memory;  ///< refuse runs expected to need more; empty: available memory
+  bool force = false;      ///< run even when the estimate exceeds the memory
 };
 
 /// What the scenario's predictions rest on, on stderr: a line per uncalibrated part.
@@ -78,10 +77,10 @@ int run_check(const Options& options) {
   const Scenario s = load_scenario(options.scenario, options.overrides);
   if (s.workload.kind == WorkloadKind::transformer) {
     const LayerContext c = layer_context(s);
-    std::cout << fmt::format("model: {:.4g}B parameters, {} microbatches of {} per replica "
-                             "per step\n",
-                             model_parameters(c) / 1e9, microbatches_per_replica(s),
-                             s.workload.microbatch);
+    std::cout << fmt::format(
+        "model: {:.4g}B parameters, {} microbatches of {} per replica "
+        "per step\n",
+        model_parameters(c) / 1e9, microbatches_per_replica(s), s.workload.microbatch);
     for (const MemoryEstimate& m : estimate_memory(s)) {
       std::cout << fmt::format("memory per GPU, pipeline stage {}: {} of {:.1f} GiB\n", m.stage,
                                m.str(), s.platform.gpu.memory_bytes / (1024.0 * 1024 * 1024));
@@ -91,10 +90,11 @@ int run_check(const Options& options) {
   }
   warn_uncalibrated(s);
   const RunShape shape = job_shape(s, Topology(s.platform));
-  std::cout << fmt::format("expected run (estimate, --jobs 1): {}; {} of {} ranks simulated, "
-                           "{} actors, {} ops\n",
-                           estimate_run(shape, s.simulation.steps, s.simulation.runs, 1).str(),
-                           shape.simulated_ranks, shape.ranks, shape.streams, shape.ops);
+  std::cout << fmt::format(
+      "expected run (estimate, --jobs 1): {}; {} of {} ranks simulated, "
+      "{} actors, {} ops\n",
+      estimate_run(shape, s.simulation.steps, s.simulation.runs, 1).str(), shape.simulated_ranks,
+      shape.ranks, shape.streams, shape.ops);
   std::cout << fmt::format("{}: ok: scenario {} on {} ({} GPUs of {}), workload {}\n",
                            options.scenario, s.name, s.platform.name, s.parallelism.ranks(),
                            s.platform.total_gpus(), s.workload.name);
@@ -106,16 +106,18 @@ int run_check(const Options& options) {
 int run_shard(const Options& options) {
   const ShardSpec shard = parse_shard(options.shard);
   if (!options.trace.empty() || options.breakdown || options.attribute) {
-    throw UsageError("--shard does not take --trace, --breakdown or --attribute (they need every "
-                     "run of the study in one process): run them unsharded");
+    throw UsageError(
+        "--shard does not take --trace, --breakdown or --attribute (they need every "
+        "run of the study in one process): run them unsharded");
   }
   const RunStudyInputs in =
       load_run_inputs(options.scenario, options.overrides, options.deadlines, options.compare_to);
   const Scenario& scenario = in.scenario;
   warn_uncalibrated(scenario);
   if (scenario.train.active()) {
-    throw UsageError("--shard does not take a scenario with simulation.train (the whole run needs "
-                     "every run's step times in one process): run it unsharded");
+    throw UsageError(
+        "--shard does not take a scenario with simulation.train (the whole run needs "
+        "every run's step times in one process): run it unsharded");
   }
   const SimulationSpec& sim = scenario.simulation;
   PartialResult partial = partial_identity("run", options.scenario, options.overrides, sim.seed,
@@ -165,15 +167,15 @@ int run_shard(const Options& options) {
   if (partial.end > partial.first) partial.point_results[0] = std::move(done);
   partial.complete = stop_signal == 0;
   write_partial(out_dir, partial);
-  std::cout << fmt::format("shard {}: runs {}-{} of {}: {} finished{}; wrote {}\n", shard.str(),
-                           partial.first, partial.end - 1, sim.runs, recorded,
-                           earlier ? fmt::format(" ({} from the earlier try)", finished.size())
-                                   : "",
-                           path);
+  std::cout << fmt::format(
+      "shard {}: runs {}-{} of {}: {} finished{}; wrote {}\n", shard.str(), partial.first,
+      partial.end - 1, sim.runs, recorded,
+      earlier ? fmt::format(" ({} from the earlier try)", finished.size()) : "", path);
   if (stop_signal != 0) {
-    std::cerr << fmt::format("prismsim: interrupted by {}: shard {} kept its {} finished runs; "
-                             "run it again to finish it\n",
-                             signal_name(stop_signal), shard.str(), recorded);
+    std::cerr << fmt::format(
+        "prismsim: interrupted by {}: shard {} kept its {} finished runs; "
+        "run it again to finish it\n",
+        signal_name(stop_signal), shard.str(), recorded);
     return exit_status_for_signal(stop_signal);
   }
   int status = kExitOk;
@@ -236,9 +238,10 @@ int run_command(const Options& options) {
   if (outcome.stop_signal != 0) {
     int finished = 0;
     for (const auto& run : results.runs) finished += run.ok;
-    std::cerr << fmt::format("prismsim: interrupted by {}: {} of {} runs finished; the outputs "
-                             "hold them and the steps of the runs cut short\n",
-                             signal_name(outcome.stop_signal), finished, scenario.simulation.runs);
+    std::cerr << fmt::format(
+        "prismsim: interrupted by {}: {} of {} runs finished; the outputs "
+        "hold them and the steps of the runs cut short\n",
+        signal_name(outcome.stop_signal), finished, scenario.simulation.runs);
     return exit_status_for_signal(outcome.stop_signal);
   }
   int status = kExitOk;
@@ -256,43 +259,41 @@ Options parse_command_line(int argc, char** argv, bool* handled) {
   int runs = 0;
   long long seed = -1;
   po::options_description named("options");
-  named.add_options()
-      ("help,h", "show this help")
-      ("version", "show the version")
-      ("out,o", po::value(&options.out), "output directory (default: out)")
-      ("runs", po::value(&runs), "number of runs (overrides simulation.runs)")
-      ("seed", po::value(&seed), "base seed (overrides simulation.seed)")
-      ("jobs,j", po::value(&options.jobs), "runs simulated at once (default: CPU count)")
-      ("set", po::value(&options.overrides)->composing(),
-       "override a scenario value by its dotted path, e.g. --set parallelism.dp=64")
-      ("compare-to", po::value(&options.compare_to),
-       "measured step times (one per line, or a CSV step_time_s column): KS distance and "
-       "percentile errors")
-      ("deadline", po::value(&options.deadlines)->composing(),
-       "report P(job time > DEADLINE): a duration (12h) or a multiple of the deterministic job "
-       "time (1.1x); repeatable")
-      ("trace", po::value(&options.trace),
-       "write a Chrome/Perfetto timeline of run 0 to this JSON file (see --trace-format)")
-      ("trace-ranks", po::value(&options.trace_ranks),
-       "ranks in the timeline, e.g. 0-7,64 (default: 0-7)")
-      ("trace-format", po::value(&options.trace_format),
-       "chrome (default): one file; kineto: --trace is a directory of PyTorch-profiler-style "
-       "files rankR.pt.trace.json, one per rank, for prismsim calibrate")
-      ("attribute", po::bool_switch(&options.attribute),
-       "rerun the runs without each source of variation (same seeds) and report what each adds "
-       "to p50, p95 and p99")
-      ("breakdown", po::bool_switch(&options.breakdown),
-       "write breakdown.csv: where each rank's time went in the slowest and the median run")
-      ("shard", po::value(&options.shard),
-       "K/N: simulate only the K-th of N slices of the runs and write DIR/partial-result.txt "
-       "for prismsim merge (README: Running a study on Slurm)")
-      ("max-memory", po::value(&options.max_memory),
-       "refuse a run whose estimated peak memory exceeds SIZE (e.g. 8GiB; default: the "
-       "machine's available memory)")
-      ("force", po::bool_switch(&options.force), "run even when the estimate exceeds it");
+  named.add_options()("help,h", "show this help")("version", "show the version")(
+      "out,o", po::value(&options.out), "output directory (default: out)")(
+      "runs", po::value(&runs), "number of runs (overrides simulation.runs)")(
+      "seed", po::value(&seed), "base seed (overrides simulation.seed)")(
+      "jobs,j", po::value(&options.jobs), "runs simulated at once (default: CPU count)")(
+      "set", po::value(&options.overrides)->composing(),
+      "override a scenario value by its dotted path, e.g. --set parallelism.dp=64")(
+      "compare-to", po::value(&options.compare_to),
+      "measured step times (one per line, or a CSV step_time_s column): KS distance and "
+      "percentile errors")(
+      "deadline", po::value(&options.deadlines)->composing(),
+      "report P(job time > DEADLINE): a duration (12h) or a multiple of the deterministic job "
+      "time (1.1x); repeatable")(
+      "trace", po::value(&options.trace),
+      "write a Chrome/Perfetto timeline of run 0 to this JSON file (see --trace-format)")(
+      "trace-ranks", po::value(&options.trace_ranks),
+      "ranks in the timeline, e.g. 0-7,64 (default: 0-7)")(
+      "trace-format", po::value(&options.trace_format),
+      "chrome (default): one file; kineto: --trace is a directory of PyTorch-profiler-style "
+      "files rankR.pt.trace.json, one per rank, for prismsim calibrate")(
+      "attribute", po::bool_switch(&options.attribute),
+      "rerun the runs without each source of variation (same seeds) and report what each adds "
+      "to p50, p95 and p99")(
+      "breakdown", po::bool_switch(&options.breakdown),
+      "write breakdown.csv: where each rank's time went in the slowest and the median run")(
+      "shard", po::value(&options.shard),
+      "K/N: simulate only the K-th of N slices of the runs and write DIR/partial-result.txt "
+      "for prismsim merge (README: Running a study on Slurm)")(
+      "max-memory", po::value(&options.max_memory),
+      "refuse a run whose estimated peak memory exceeds SIZE (e.g. 8GiB; default: the "
+      "machine's available memory)")("force", po::bool_switch(&options.force),
+                                     "run even when the estimate exceeds it");
   po::options_description hidden;
-  hidden.add_options()("command", po::value(&options.command))(
-      "scenario", po::value(&options.scenario));
+  hidden.add_options()("command", po::value(&options.command))("scenario",
+                                                               po::value(&options.scenario));
   po::options_description all;
   all.add(named).add(hidden);
   po::positional_options_description positional;
@@ -351,7 +352,8 @@ std::vector<std::string> canonical_command_line(const Options& o) {
 
 int main(int argc, char** argv) {
   try {
-    if (argc >= 2 && std::string(argv[1]) == "collective") return collective_command(argc - 1, argv + 1);
+    if (argc >= 2 && std::string(argv[1]) == "collective")
+      return collective_command(argc - 1, argv + 1);
     if (argc >= 2 && std::string(argv[1]) == "sweep") return sweep_command(argc - 1, argv + 1);
     if (argc >= 2 && std::string(argv[1]) == "merge") return merge_command(argc - 1, argv + 1);
     if (argc >= 2 && std::string(argv[1]) == "slurm") return slurm_command(argc - 1, argv + 1);

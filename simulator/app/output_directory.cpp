@@ -1,12 +1,12 @@
 #include "app/output_directory.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cctype>
 #include <regex>
 #include <stdexcept>
 #include <system_error>
-
-#include <fmt/format.h>
 
 #include "core/files.hpp"
 
@@ -16,9 +16,8 @@ namespace {
 namespace fs = std::filesystem;
 
 /// The names prismsim gives the files of a study's directory (and of a sweep point's).
-const char* const kOwnFiles[] = {"summary.json", "runs.csv",   "breakdown.csv",
-                                 "training.csv", "sweep.csv",  "sweep.json",
-                                 "partial-result.txt"};
+const char* const kOwnFiles[] = {"summary.json", "runs.csv",   "breakdown.csv",     "training.csv",
+                                 "sweep.csv",    "sweep.json", "partial-result.txt"};
 
 void remove_file(const fs::path& path) {
   std::error_code ec;
@@ -44,7 +43,8 @@ void remove_kineto_files(const fs::path& dir) {
   std::error_code ec;
   std::vector<fs::path> files;
   for (const auto& entry : fs::directory_iterator(dir, ec)) {
-    if (std::regex_match(entry.path().filename().string(), rank_file)) files.push_back(entry.path());
+    if (std::regex_match(entry.path().filename().string(), rank_file))
+      files.push_back(entry.path());
   }
   for (const fs::path& file : files) remove_file(file);
 }

@@ -1,10 +1,10 @@
 #include "app/run_guard.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <fstream>
 #include <sstream>
-
-#include <fmt/format.h>
 
 #include "app/cli_errors.hpp"
 #include "core/units.hpp"
@@ -38,8 +38,8 @@ std::optional<std::string> run_refusal(const RunEstimate& estimate, const std::s
     std::string error;
     const auto bytes = units::parse_bytes(max_memory, &error);
     if (!bytes || *bytes <= 0) {
-      throw UsageError(fmt::format("--max-memory '{}': {}", max_memory,
-                                   bytes ? "must be positive" : error));
+      throw UsageError(
+          fmt::format("--max-memory '{}': {}", max_memory, bytes ? "must be positive" : error));
     }
     limit_bytes = *bytes;
     limit = fmt::format("--max-memory is {}", memory_text(limit_bytes));
@@ -52,7 +52,8 @@ std::optional<std::string> run_refusal(const RunEstimate& estimate, const std::s
   }
   if (estimate.peak_bytes * kPeakMemoryMargin <= limit_bytes) return std::nullopt;
   return fmt::format(
-      "refusing to run: expected {}; up to {} peak, but {}; simulate fewer GPUs (parallelism.gpus), fewer runs "
+      "refusing to run: expected {}; up to {} peak, but {}; simulate fewer GPUs "
+      "(parallelism.gpus), fewer runs "
       "at once (--jobs) or a fabric where tensor-parallel symmetry applies, raise --max-memory, "
       "or pass --force to run anyway",
       estimate.str(), memory_text(estimate.peak_bytes * kPeakMemoryMargin), limit);

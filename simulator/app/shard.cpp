@@ -1,18 +1,17 @@
 #include "app/shard.hpp"
 
+#include <fmt/format.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <boost/program_options.hpp>
 #include <charconv>
 #include <cstdint>
 #include <cstdlib>
 #include <iostream>
 #include <set>
 #include <stdexcept>
-
-#include <boost/program_options.hpp>
-#include <fmt/format.h>
 
 #include "app/cli_errors.hpp"
 #include "app/output_directory.hpp"
@@ -50,15 +49,19 @@ ShardSpec parse_shard(const std::string& text) {
   if (slash == std::string::npos ||
       !number(std::string_view(text).substr(0, slash), &shard.index) ||
       !number(std::string_view(text).substr(slash + 1), &shard.count)) {
-    throw UsageError(fmt::format("--shard '{}': expected K/N, two whole numbers, e.g. --shard 2/8 "
-                                 "(the second of 8 shards)", text));
+    throw UsageError(
+        fmt::format("--shard '{}': expected K/N, two whole numbers, e.g. --shard 2/8 "
+                    "(the second of 8 shards)",
+                    text));
   }
   if (shard.count < 1 || shard.count > 1000000) {
     throw UsageError(fmt::format("--shard '{}': N must be between 1 and 1000000", text));
   }
   if (shard.index < 1 || shard.index > shard.count) {
-    throw UsageError(fmt::format("--shard '{}': K must be between 1 and N ({}); shards are "
-                                 "numbered from 1", text, shard.count));
+    throw UsageError(
+        fmt::format("--shard '{}': K must be between 1 and N ({}); shards are "
+                    "numbered from 1",
+                    text, shard.count));
   }
   return shard;
 }
@@ -103,11 +106,20 @@ std::string escape(const std::string& text) {
   std::string out;
   for (const char c : text) {
     switch (c) {
-      case '\\': out += "\\\\"; break;
-      case '\t': out += "\\t"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      default: out += c;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      default:
+        out += c;
     }
   }
   return out;
@@ -122,11 +134,20 @@ std::optional<std::string> unescape(const std::string& text) {
     }
     if (++i == text.size()) return std::nullopt;
     switch (text[i]) {
-      case '\\': out += '\\'; break;
-      case 't': out += '\t'; break;
-      case 'n': out += '\n'; break;
-      case 'r': out += '\r'; break;
-      default: return std::nullopt;
+      case '\\':
+        out += '\\';
+        break;
+      case 't':
+        out += '\t';
+        break;
+      case 'n':
+        out += '\n';
+        break;
+      case 'r':
+        out += '\r';
+        break;
+      default:
+        return std::nullopt;
     }
   }
   return out;
@@ -213,16 +234,17 @@ class PartialReader {
         }
         if (integer(1, 1) != kFormat) {
           fail(1, fmt::format("partial result format {} is not format {}, what this prismsim "
-                              "reads", fields_.at(1), kFormat));
+                              "reads",
+                              fields_.at(1), kFormat));
         }
         continue;
       }
       if (ended) fail(number, "text after 'end'");
       lines[name] = number;
       const bool repeated = name == "set" || name == "deadline" || name == "command" ||
-                            name == "point" ||
-                            name == "baseline" || name == "run" || name == "end";
-      if (!repeated && !seen.insert(name).second) fail(number, fmt::format("'{}' given twice", name));
+                            name == "point" || name == "baseline" || name == "run" || name == "end";
+      if (!repeated && !seen.insert(name).second)
+        fail(number, fmt::format("'{}' given twice", name));
       if (name == "version") {
         p.version = string(1);
       } else if (name == "kind") {
@@ -299,8 +321,8 @@ class PartialReader {
     }
     if (number == 0) fail(1, "the file is empty");
     if (!ended) fail(number, "no 'end' line: the file was cut short");
-    for (const char* required : {"version", "kind", "study", "input", "seed", "runs", "shard",
-                                 "items", "complete"}) {
+    for (const char* required :
+         {"version", "kind", "study", "input", "seed", "runs", "shard", "items", "complete"}) {
       if (!seen.count(required)) fail(number, fmt::format("no '{}' line", required));
     }
     return p;
@@ -379,10 +401,9 @@ struct ShardFile {
 [[noreturn]] void merge_error(const ShardFile& at, const std::string& field,
                               const std::string& message) {
   const auto line = at.lines.find(field);
-  throw InputError({Diagnostic{
-      SourceLoc{std::make_shared<std::string>(at.path.string()),
-                line == at.lines.end() ? 1 : line->second, 1},
-      message}});
+  throw InputError({Diagnostic{SourceLoc{std::make_shared<std::string>(at.path.string()),
+                                         line == at.lines.end() ? 1 : line->second, 1},
+                               message}});
 }
 
 std::string quoted_list(const std::vector<std::string>& items) {
@@ -447,13 +468,14 @@ void check_one_study(const std::vector<ShardFile>& shards) {
     if (!p.complete || p.runs_recorded() != p.end - p.first) {
       merge_error(shard, "complete",
                   fmt::format("shard {} is incomplete: {} of its {} runs finished; run it again "
-                              "(it resumes) before merging", p.shard.str(), p.runs_recorded(),
-                              p.end - p.first));
+                              "(it resumes) before merging",
+                              p.shard.str(), p.runs_recorded(), p.end - p.first));
     }
   }
   std::vector<std::string> missing;
   for (int k = 1; k <= count; ++k) {
-    if (by_index[static_cast<size_t>(k)] == nullptr) missing.push_back(fmt::format("{}/{}", k, count));
+    if (by_index[static_cast<size_t>(k)] == nullptr)
+      missing.push_back(fmt::format("{}/{}", k, count));
   }
   if (!missing.empty()) {
     throw InputError({Diagnostic{
@@ -487,15 +509,15 @@ std::vector<SliceOutcome> gather_points(const std::vector<ShardFile>& shards) {
               [](const RunRecord& x, const RunRecord& y) { return x.run < y.run; });
     for (size_t i = 0; i < runs.size(); ++i) {
       if (runs[i].run != static_cast<int>(i)) {
-        throw InputError({Diagnostic{
-            SourceLoc{std::make_shared<std::string>("prismsim merge"), 0, 0},
-            fmt::format("point {}: run {} is missing or recorded twice", point, i)}});
+        throw InputError(
+            {Diagnostic{SourceLoc{std::make_shared<std::string>("prismsim merge"), 0, 0},
+                        fmt::format("point {}: run {} is missing or recorded twice", point, i)}});
       }
     }
     if (static_cast<int>(runs.size()) != a.runs) {
-      throw InputError({Diagnostic{SourceLoc{std::make_shared<std::string>("prismsim merge"), 0, 0},
-                                   fmt::format("point {}: {} of {} runs recorded", point,
-                                               runs.size(), a.runs)}});
+      throw InputError({Diagnostic{
+          SourceLoc{std::make_shared<std::string>("prismsim merge"), 0, 0},
+          fmt::format("point {}: {} of {} runs recorded", point, runs.size(), a.runs)}});
     }
   }
   return points;
@@ -596,7 +618,8 @@ int merge_command(int argc, char** argv) {
     std::cout << usage << "\n" << named;
     return kExitOk;
   }
-  if (inputs.empty()) throw UsageError("missing shard directories: prismsim merge DIR... --out OUT");
+  if (inputs.empty())
+    throw UsageError("missing shard directories: prismsim merge DIR... --out OUT");
   std::vector<ShardFile> shards;
   for (const std::string& input : inputs) {
     std::filesystem::path path(input);
@@ -615,8 +638,8 @@ int merge_command(int argc, char** argv) {
   std::error_code ec;
   const std::filesystem::path out_dir = std::filesystem::absolute(out, ec);
   if (!a.cwd.empty() && ::chdir(a.cwd.c_str()) != 0) {
-    throw UsageError(fmt::format("cannot enter the study's working directory {}",
-                                 quoted_path(a.cwd)));
+    throw UsageError(
+        fmt::format("cannot enter the study's working directory {}", quoted_path(a.cwd)));
   }
   std::filesystem::create_directories(out_dir, ec);
   if (ec || ::access(out_dir.c_str(), W_OK) != 0) {
@@ -637,8 +660,8 @@ int merge_command(int argc, char** argv) {
   const RunStudyInputs in = load_run_inputs(a.input, a.overrides, a.deadlines, a.compare_to);
   check_inputs(in.fingerprint);
   clear_previous_outputs(out_dir);
-  const StudyResults results = assemble_results(in.scenario, points.front(), a.compare_to,
-                                                in.measured, a.command);
+  const StudyResults results =
+      assemble_results(in.scenario, points.front(), a.compare_to, in.measured, a.command);
   const std::string summary = (out_dir / "summary.json").string();
   const std::string runs = (out_dir / "runs.csv").string();
   write_file(summary, summary_json(results));
@@ -706,24 +729,23 @@ int slurm_command(int argc, char** argv) {
   long long seed = -1;
   bool submit = false;
   po::options_description named("slurm options");
-  named.add_options()
-      ("help,h", "show this help")
-      ("shards", po::value(&shards), "N: the study in N shards, one array task each (required)")
-      ("out,o", po::value(&out),
-       "study directory (default: out): the merged outputs, shards/K/, slurm/ (scripts, logs)")
-      ("partition", po::value(&partition), "Slurm partition of every job")
-      ("time", po::value(&time), "time limit of a shard (and of the merge), as sbatch takes it")
-      ("cpus-per-task", po::value(&cpus), "CPUs per shard (default 1); the shard's --jobs")
-      ("account", po::value(&account), "Slurm account charged")
-      ("sbatch-option", po::value(&extra)->composing(),
-       "another #SBATCH line for every job, e.g. --sbatch-option=--qos=short (repeatable)")
-      ("submit", po::bool_switch(&submit), "submit the jobs (with sbatch) after writing them")
-      ("sbatch", po::value(&sbatch), "the sbatch command (default: sbatch)")
-      ("runs", po::value(&runs), "runs (of every point), as run and sweep take it")
-      ("seed", po::value(&seed), "base seed, as run and sweep take it")
-      ("set", po::value(&overrides)->composing(), "override a scenario value, as run takes it")
-      ("deadline", po::value(&deadlines)->composing(), "run: as run takes it")
-      ("compare-to", po::value(&compare_to), "run: as run takes it");
+  named.add_options()("help,h", "show this help")(
+      "shards", po::value(&shards), "N: the study in N shards, one array task each (required)")(
+      "out,o", po::value(&out),
+      "study directory (default: out): the merged outputs, shards/K/, slurm/ (scripts, logs)")(
+      "partition", po::value(&partition), "Slurm partition of every job")(
+      "time", po::value(&time), "time limit of a shard (and of the merge), as sbatch takes it")(
+      "cpus-per-task", po::value(&cpus), "CPUs per shard (default 1); the shard's --jobs")(
+      "account", po::value(&account), "Slurm account charged")(
+      "sbatch-option", po::value(&extra)->composing(),
+      "another #SBATCH line for every job, e.g. --sbatch-option=--qos=short (repeatable)")(
+      "submit", po::bool_switch(&submit), "submit the jobs (with sbatch) after writing them")(
+      "sbatch", po::value(&sbatch), "the sbatch command (default: sbatch)")(
+      "runs", po::value(&runs), "runs (of every point), as run and sweep take it")(
+      "seed", po::value(&seed), "base seed, as run and sweep take it")(
+      "set", po::value(&overrides)->composing(), "override a scenario value, as run takes it")(
+      "deadline", po::value(&deadlines)->composing(), "run: as run takes it")(
+      "compare-to", po::value(&compare_to), "run: as run takes it");
   po::options_description hidden;
   hidden.add_options()("input", po::value(&input));
   po::options_description all;
@@ -764,8 +786,9 @@ int slurm_command(int argc, char** argv) {
   } else {
     const RunStudyInputs in = load_run_inputs(input, overrides, deadlines, compare_to);
     if (in.scenario.train.active()) {
-      throw UsageError("--shard does not take a scenario with simulation.train (the whole run "
-                       "needs every run's step times in one process): run it unsharded");
+      throw UsageError(
+          "--shard does not take a scenario with simulation.train (the whole run "
+          "needs every run's step times in one process): run it unsharded");
     }
     fingerprint = in.fingerprint;
     name = in.scenario.name;
@@ -785,9 +808,8 @@ int slurm_command(int argc, char** argv) {
   // Resuming: shards whose partial result of this study is complete are not queued again.
   std::vector<int> todo;
   for (int k = 1; k <= shards; ++k) {
-    PartialResult identity = partial_identity(sweep ? "sweep" : "run", input, overrides,
-                                              study_seed, study_runs, points, {k, shards},
-                                              fingerprint);
+    PartialResult identity = partial_identity(sweep ? "sweep" : "run", input, overrides, study_seed,
+                                              study_runs, points, {k, shards}, fingerprint);
     identity.deadlines = deadlines;
     identity.compare_to = compare_to;
     const auto earlier = resumable_partial(dir / "shards" / std::to_string(k), identity);
@@ -836,15 +858,16 @@ int slurm_command(int argc, char** argv) {
       "fi\n"
       "exec {} {} {} --shard \"$k/{}\" --out \"$dir\" --jobs {}\n",
       shards, input, sweep ? "sweep" : "run", fingerprint, shell_quoted(shards_dir), fingerprint,
-      kPartialResultFile, kPartialResultFile, shards, shell_quoted(exe), sweep ? "sweep" : "run", args, shards, cpus);
+      kPartialResultFile, kPartialResultFile, shards, shell_quoted(exe), sweep ? "sweep" : "run",
+      args, shards, cpus);
   std::string merge = header(job + "-merge");
   merge += fmt::format("#SBATCH --output={}/merge.out\n#SBATCH --open-mode=append\n", logs);
   merge += fmt::format(
       "# prismsim slurm: merges the {} shards of {} into {} (after every shard succeeded).\n"
       "set -u\n"
       "exec {} merge $(seq -f {} 1 {}) --out {}\n",
-      shards, input, dir.string(), shell_quoted(exe),
-      shell_quoted(shards_dir + "/%.0f"), shards, shell_quoted(dir.string()));
+      shards, input, dir.string(), shell_quoted(exe), shell_quoted(shards_dir + "/%.0f"), shards,
+      shell_quoted(dir.string()));
   const std::string array_path = (scripts / "shards.sbatch").string();
   const std::string merge_path = (scripts / "merge.sbatch").string();
   const std::string submit_path = (scripts / "submit.sh").string();
@@ -886,10 +909,10 @@ int slurm_command(int argc, char** argv) {
   std::cout.flush();
   const int status = std::system(fmt::format("bash {}", shell_quoted(submit_path)).c_str());
   if (status != 0) {
-    std::cerr << fmt::format("prismsim: error: submitting failed ({}): bash {}\n",
-                             WIFEXITED(status) ? fmt::format("exit {}", WEXITSTATUS(status))
-                                               : std::string("killed"),
-                             submit_path);
+    std::cerr << fmt::format(
+        "prismsim: error: submitting failed ({}): bash {}\n",
+        WIFEXITED(status) ? fmt::format("exit {}", WEXITSTATUS(status)) : std::string("killed"),
+        submit_path);
     return kExitRunFailed;
   }
   return kExitOk;

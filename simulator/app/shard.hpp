@@ -38,29 +38,30 @@ struct PartialPoint {
   int ranks_simulated = 0;
   bool varied = false;
   std::optional<StudyResults::Baseline> baseline;  ///< by the shard that holds the point's run 0
-  std::vector<RunRecord> runs;  ///< the finished runs of the slice, in run order
+  std::vector<RunRecord> runs;                     ///< the finished runs of the slice, in run order
 };
 
 /// A shard's partial result: which study, which slice, and its finished runs. Written
 /// atomically as DIR/partial-result.txt (a tab-separated text file that names each field, see
-/// docs/sweeps.md, "Shards"); `prismsim merge` reads every shard's and writes the outputs of the whole study.
+/// docs/sweeps.md, "Shards"); `prismsim merge` reads every shard's and writes the outputs of the
+/// whole study.
 struct PartialResult {
-  std::string kind;          ///< "run" or "sweep"
-  std::string version;       ///< of prismsim
-  std::string study;         ///< fingerprint of the inputs and the options: study_fingerprint
-  std::string input;         ///< the scenario or sweep file as given
+  std::string kind;     ///< "run" or "sweep"
+  std::string version;  ///< of prismsim
+  std::string study;    ///< fingerprint of the inputs and the options: study_fingerprint
+  std::string input;    ///< the scenario or sweep file as given
   std::string input_absolute;
-  std::string cwd;           ///< the shard's working directory (relative paths in --set)
+  std::string cwd;                     ///< the shard's working directory (relative paths in --set)
   std::vector<std::string> overrides;  ///< --set, --runs, --seed as given (simulation.* values)
   std::vector<std::string> deadlines;  ///< `run --deadline` as given
-  std::string compare_to;    ///< `run --compare-to`, or empty
-  std::vector<std::string> command;  ///< the command line as provenance records it
+  std::string compare_to;              ///< `run --compare-to`, or empty
+  std::vector<std::string> command;    ///< the command line as provenance records it
   uint64_t seed = 0;
-  int runs = 0;              ///< per point
+  int runs = 0;  ///< per point
   int points = 1;
   ShardSpec shard;
   int64_t first = 0, end = 0;  ///< the items of the slice
-  bool complete = false;     ///< every run of the slice finished (not cut short by a signal)
+  bool complete = false;       ///< every run of the slice finished (not cut short by a signal)
   std::map<int, PartialPoint> point_results;  ///< by point index
 
   /// Runs of the slice that are recorded.
@@ -80,9 +81,9 @@ std::string study_fingerprint(const std::string& kind,
 
 /// A `prismsim run` study's inputs, loaded as `run` loads them.
 struct RunStudyInputs {
-  Scenario scenario;            ///< with the --deadline values added
-  std::vector<double> measured; ///< --compare-to's step times
-  std::string fingerprint;      ///< study_fingerprint of the files read and the options
+  Scenario scenario;             ///< with the --deadline values added
+  std::vector<double> measured;  ///< --compare-to's step times
+  std::string fingerprint;       ///< study_fingerprint of the files read and the options
 };
 /// Loads the scenario with `overrides` and `deadlines` (as given to --deadline) and the
 /// --compare-to file; throws InputError and UsageError as `prismsim run` does.

@@ -1,5 +1,6 @@
 #include "app/study.hpp"
 
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -11,8 +12,6 @@
 #include <numeric>
 #include <stdexcept>
 #include <utility>
-
-#include <fmt/format.h>
 
 #include "app/cli_errors.hpp"
 #include "app/output_directory.hpp"
@@ -55,10 +54,14 @@ void ProgressBar::finish() {
 
 std::string signal_name(int signal) {
   switch (signal) {
-    case SIGINT: return "SIGINT";
-    case SIGTERM: return "SIGTERM";
-    case SIGHUP: return "SIGHUP";
-    default: return fmt::format("signal {}", signal);
+    case SIGINT:
+      return "SIGINT";
+    case SIGTERM:
+      return "SIGTERM";
+    case SIGHUP:
+      return "SIGHUP";
+    default:
+      return fmt::format("signal {}", signal);
   }
 }
 
@@ -154,8 +157,8 @@ std::vector<int> slowest_and_median(const StudyResults& results) {
   std::vector<std::pair<double, int>> by_time;
   for (const auto& run : results.runs) {
     if (run.ok) {
-      by_time.emplace_back(
-          std::accumulate(run.step_times_s.begin(), run.step_times_s.end(), 0.0), run.run);
+      by_time.emplace_back(std::accumulate(run.step_times_s.begin(), run.step_times_s.end(), 0.0),
+                           run.run);
     }
   }
   std::sort(by_time.begin(), by_time.end());
@@ -239,8 +242,7 @@ StudyOutcome run_study(const Scenario& scenario, const StudyOptions& options,
   }
   outcome.written = {(out_dir / "summary.json").string(), (out_dir / "runs.csv").string()};
   if (scenario.train.active() && stop_signal == 0) {
-    results.training =
-        run_training_study(scenario, results.runs, std::move(elastic_sizes), jobs);
+    results.training = run_training_study(scenario, results.runs, std::move(elastic_sizes), jobs);
     write_file(out_dir / "training.csv", training_csv(*results.training));
     outcome.written.push_back((out_dir / "training.csv").string());
   }
@@ -249,8 +251,8 @@ StudyOutcome run_study(const Scenario& scenario, const StudyOptions& options,
     for (int run : slowest_and_median(results)) chosen.push_back({run, &variation, true, nullptr});
     const auto records = simulate(chosen, std::min(jobs, 2));
     if (stop_signal == 0) {
-      write_file(out_dir / "breakdown.csv", breakdown_csv(records, {"slowest", "median"},
-                                                          scenario, job, simulation.topology()));
+      write_file(out_dir / "breakdown.csv", breakdown_csv(records, {"slowest", "median"}, scenario,
+                                                          job, simulation.topology()));
       outcome.written.push_back((out_dir / "breakdown.csv").string());
     }
   }
@@ -277,20 +279,20 @@ SliceOutcome run_slice(const Scenario& scenario, const std::vector<int>& runs, b
   std::vector<Replication> phase;
   for (int run : runs) phase.push_back({run, &variation, false, nullptr});
   ProgressBar progress;
-  std::vector<RunRecord> records =
-      run_replications(simulation, phase, sim.seed, std::max(1, jobs), &outcome.stop_signal,
-                       [&](int done, int total) {
-                         if (show_progress) progress.update(done, total);
-                       },
-                       on_record);
+  std::vector<RunRecord> records = run_replications(
+      simulation, phase, sim.seed, std::max(1, jobs), &outcome.stop_signal,
+      [&](int done, int total) {
+        if (show_progress) progress.update(done, total);
+      },
+      on_record);
   progress.finish();
   for (RunRecord& record : records) {
     // Cut short by the signal, a run is simulated again when the shard resumes.
     if (outcome.stop_signal == 0 || record.ok) outcome.runs.push_back(std::move(record));
   }
   if (baseline && outcome.varied && outcome.stop_signal == 0) {
-    const auto base = run_replications(simulation, replications(1, nullptr), sim.seed, 1,
-                                       &outcome.stop_signal);
+    const auto base =
+        run_replications(simulation, replications(1, nullptr), sim.seed, 1, &outcome.stop_signal);
     if (!base.empty() && base.front().ok && outcome.stop_signal == 0) {
       const auto [step, job_time] = summarize_runs(base, sim.steps);
       outcome.baseline = StudyResults::Baseline{step.mean, job_time.mean};

@@ -1,13 +1,12 @@
 #pragma once
 
+#include <boost/program_options/variables_map.hpp>
 #include <chrono>
 #include <filesystem>
 #include <functional>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <boost/program_options/variables_map.hpp>
 
 #include "config/scenario.hpp"
 #include "runtime/trace.hpp"
@@ -17,8 +16,8 @@ namespace prismsim {
 
 /// Exit codes of the commands.
 constexpr int kExitOk = 0;
-constexpr int kExitRunFailed = 1;   ///< a simulation failed
-constexpr int kExitBadInput = 2;    ///< bad input or usage
+constexpr int kExitRunFailed = 1;  ///< a simulation failed
+constexpr int kExitBadInput = 2;   ///< bad input or usage
 // A stop signal (SIGINT, SIGTERM, SIGHUP) exits with 128 + its number: exit_status_for_signal.
 
 /// "SIGTERM" for the stop signals, else "signal N".
@@ -45,15 +44,15 @@ class ProgressBar {
 
 /// How to run a study, beyond what its scenario says.
 struct StudyOptions {
-  int jobs = 1;                ///< replications simulated at once, each in its own process
-  bool show_progress = true;   ///< a progress line on stderr when stderr is a terminal
-  std::string compare_to;      ///< file of measured step times (named in the summary), or empty
+  int jobs = 1;                  ///< replications simulated at once, each in its own process
+  bool show_progress = true;     ///< a progress line on stderr when stderr is a terminal
+  std::string compare_to;        ///< file of measured step times (named in the summary), or empty
   std::vector<double> measured;  ///< its step times in seconds, read before the study
-  std::string trace;           ///< Chrome trace of run 0 (a directory for Kineto), or empty
+  std::string trace;             ///< Chrome trace of run 0 (a directory for Kineto), or empty
   TraceFormat trace_format = TraceFormat::chrome;
-  std::string trace_ranks;     ///< ranks in the trace (e.g. "0-7,64"); default: the first 8
-  bool attribute = false;      ///< rerun the runs without each source of variation
-  bool breakdown = false;      ///< per-rank breakdown of the slowest and the median run
+  std::string trace_ranks;  ///< ranks in the trace (e.g. "0-7,64"); default: the first 8
+  bool attribute = false;   ///< rerun the runs without each source of variation
+  bool breakdown = false;   ///< per-rank breakdown of the slowest and the median run
   /// The command line, for summary.json's provenance (argv[0] as its file name); empty: none.
   std::vector<std::string> command;
 };
@@ -86,10 +85,10 @@ StudyOutcome run_study(const Scenario& scenario, const StudyOptions& options,
 struct SliceOutcome {
   std::string collectives;  ///< as StudyResults::collectives
   int ranks_simulated = 0;
-  bool varied = false;      ///< the scenario has variation (the study reports a baseline)
+  bool varied = false;          ///< the scenario has variation (the study reports a baseline)
   std::vector<RunRecord> runs;  ///< in the order asked; when stopped, only the finished ones
   std::optional<StudyResults::Baseline> baseline;  ///< when asked for and `varied`
-  int stop_signal = 0;      ///< a stop signal ended the slice early, or 0
+  int stop_signal = 0;                             ///< a stop signal ended the slice early, or 0
 };
 
 /// Simulates runs `runs` of `scenario` (same seeds as in the whole study) and, with `baseline`,

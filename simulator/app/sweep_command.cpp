@@ -1,9 +1,11 @@
 #include "app/sweep_command.hpp"
 
+#include <fmt/format.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <boost/program_options.hpp>
 #include <cerrno>
 #include <csignal>
 #include <cstdint>
@@ -19,19 +21,16 @@
 #include <thread>
 #include <vector>
 
-#include <boost/program_options.hpp>
-#include <fmt/format.h>
-
 #include "app/cli_errors.hpp"
 #include "app/output_directory.hpp"
 #include "app/shard.hpp"
 #include "app/study.hpp"
-#include "core/files.hpp"
-#include "core/json.hpp"
-#include "montecarlo/process_pool.hpp"
 #include "config/scenario_loader.hpp"
 #include "config/sweep_loader.hpp"
 #include "core/diagnostics.hpp"
+#include "core/files.hpp"
+#include "core/json.hpp"
+#include "montecarlo/process_pool.hpp"
 #include "workload/memory_estimate.hpp"
 
 namespace po = boost::program_options;
@@ -76,7 +75,7 @@ Diagnostic relocate(const Diagnostic& d, const std::vector<OverrideOrigin>& orig
   }
   const size_t equals = origin.assignment->text.find('=');
   out.where = d.where.column <= static_cast<int>(equals) + 1 ? origin.assignment->path_loc
-                                                              : origin.assignment->value_loc;
+                                                             : origin.assignment->value_loc;
   return out;
 }
 
@@ -89,7 +88,7 @@ std::vector<Scenario> load_points(const SweepSpec& spec,
   struct Reported {
     Diagnostic diagnostic;  ///< prefixed with its first point
     Diagnostic plain;
-    size_t points = 0;      ///< how many points have it
+    size_t points = 0;  ///< how many points have it
     size_t last_point = 0;
   };
   std::vector<Reported> reported;
@@ -121,8 +120,8 @@ std::vector<Scenario> load_points(const SweepSpec& spec,
         auto [it, inserted] = index.emplace(key, reported.size());
         if (inserted) {
           Diagnostic prefixed = plain;
-          prefixed.message = fmt::format("in point {} ({}): {}", point, spec.point_label(point),
-                                         plain.message);
+          prefixed.message =
+              fmt::format("in point {} ({}): {}", point, spec.point_label(point), plain.message);
           reported.push_back({prefixed, plain, 0, point});
         }
         Reported& r = reported[it->second];
@@ -175,9 +174,9 @@ std::optional<PointResult> decode(const std::string& bytes) {
   PointResult r;
   uint8_t has_baseline = 0;
   uint64_t errors = 0;
-  if (!in.get(r.runs) || !in.get(r.runs_completed) || !in.get(r.step_time) ||
-      !in.get(r.job_time) || !in.get(has_baseline) || !in.get(r.baseline_step_time_s) ||
-      !in.get(errors) || errors > bytes.size()) {
+  if (!in.get(r.runs) || !in.get(r.runs_completed) || !in.get(r.step_time) || !in.get(r.job_time) ||
+      !in.get(has_baseline) || !in.get(r.baseline_step_time_s) || !in.get(errors) ||
+      errors > bytes.size()) {
     return std::nullopt;
   }
   r.has_baseline = has_baseline != 0;
@@ -246,8 +245,8 @@ std::string no_result(int status) {
 /// point's process leading its own process group (so that ending it ends its runs). Fills
 /// `results` and `states`; returns the stop signal that ended it early (points not finished are
 /// cut_short), or 0.
-int run_points(const std::vector<Scenario>& scenarios, const std::filesystem::path& out,
-               int slots, int jobs_per_point, const std::vector<std::string>& command,
+int run_points(const std::vector<Scenario>& scenarios, const std::filesystem::path& out, int slots,
+               int jobs_per_point, const std::vector<std::string>& command,
                std::vector<PointResult>& results, std::vector<PointState>& states) {
   StudyOptions options;
   options.command = command;
@@ -311,9 +310,8 @@ std::string sweep_csv(const SweepSpec& spec, const std::vector<PointResult>& res
   }
   for (const std::string& column : sweep_result_columns()) header.push_back(column);
   // Whole runs (simulation.train) add their columns.
-  const bool training = std::any_of(results.begin(), results.end(), [](const PointResult& r) {
-    return !r.training_cells.empty();
-  });
+  const bool training = std::any_of(results.begin(), results.end(),
+                                    [](const PointResult& r) { return !r.training_cells.empty(); });
   if (training) {
     for (const std::string& column : training_sweep_columns()) header.push_back(column);
   }
@@ -476,8 +474,8 @@ std::string summary_table(const SweepSpec& spec, const std::vector<PointResult>&
       // Text columns to the left, the times to the right.
       const bool right = c + 3 >= row.size();
       line += c == 0 ? "" : "  ";
-      line += right ? fmt::format("{:>{}}", row[c], width[c])
-                    : fmt::format("{:<{}}", row[c], width[c]);
+      line +=
+          right ? fmt::format("{:>{}}", row[c], width[c]) : fmt::format("{:<{}}", row[c], width[c]);
     }
     while (!line.empty() && line.back() == ' ') line.pop_back();
     out += line + "\n";
@@ -489,7 +487,13 @@ std::string summary_table(const SweepSpec& spec, const std::vector<PointResult>&
 // Sharded sweeps: a shard's slice of the (point, run) pairs, each point's part in its own process.
 
 /// What a point's process streams to the shard, each kind followed by its payload.
-enum : uint8_t { kSliceBuilt = 1, kSliceRun = 2, kSliceBaseline = 3, kSliceEnd = 4, kSliceError = 5 };
+enum : uint8_t {
+  kSliceBuilt = 1,
+  kSliceRun = 2,
+  kSliceBaseline = 3,
+  kSliceEnd = 4,
+  kSliceError = 5
+};
 
 void put_run(RecordWriter& w, const RunRecord& run) {
   w.put(run.run).put(run.seed).put(static_cast<uint8_t>(run.ok)).put(run.counters);
@@ -515,13 +519,15 @@ void check_shardable(const SweepSpec& spec, const std::vector<Scenario>& scenari
   const int runs = scenarios.front().simulation.runs;
   for (size_t point = 0; point < scenarios.size(); ++point) {
     if (scenarios[point].simulation.runs != runs) {
-      throw UsageError(fmt::format("--shard needs every point to have the same simulation.runs: "
-                                   "point 0 has {}, point {} ({}) has {}", runs, point,
-                                   spec.point_label(point), scenarios[point].simulation.runs));
+      throw UsageError(
+          fmt::format("--shard needs every point to have the same simulation.runs: "
+                      "point 0 has {}, point {} ({}) has {}",
+                      runs, point, spec.point_label(point), scenarios[point].simulation.runs));
     }
     if (scenarios[point].train.active()) {
-      throw UsageError("--shard does not take points with simulation.train (the whole run needs "
-                       "every run's step times in one process): run the sweep unsharded");
+      throw UsageError(
+          "--shard does not take points with simulation.train (the whole run needs "
+          "every run's step times in one process): run the sweep unsharded");
     }
   }
 }
@@ -618,9 +624,9 @@ int run_sweep_shard(const SweepOptions& options, const SweepSpec& spec,
   check_shardable(spec, scenarios);
   const int runs = scenarios.front().simulation.runs;
   const int points = static_cast<int>(scenarios.size());
-  PartialResult partial = partial_identity("sweep", options.file, options.overrides,
-                                           scenarios.front().simulation.seed, runs, points, shard,
-                                           fingerprint);
+  PartialResult partial =
+      partial_identity("sweep", options.file, options.overrides, scenarios.front().simulation.seed,
+                       runs, points, shard, fingerprint);
   partial.command = command;
   const std::filesystem::path out(options.out);
   std::error_code ec;
@@ -658,8 +664,8 @@ int run_sweep_shard(const SweepOptions& options, const SweepSpec& spec,
       const int run = static_cast<int>(item - int64_t{point} * runs);
       if (!finished.count(run)) w.runs.push_back(run);
     }
-    w.baseline = from == int64_t{point} * runs && !done.baseline &&
-                 (done.varied || done.runs.empty());
+    w.baseline =
+        from == int64_t{point} * runs && !done.baseline && (done.varied || done.runs.empty());
     partial.point_results[point] = std::move(done);
     if (!w.runs.empty() || w.baseline) work.push_back(std::move(w));
   }
@@ -694,8 +700,9 @@ int run_sweep_shard(const SweepOptions& options, const SweepSpec& spec,
                   [](const RunRecord& x, const RunRecord& y) { return x.run < y.run; });
         if (!slice.finished) all_finished = false;
         if (!slice.error.empty()) {
-          errors.push_back(fmt::format("point {} ({}): {}", w.point, spec.point_label(
-                                           static_cast<size_t>(w.point)), slice.error));
+          errors.push_back(fmt::format("point {} ({}): {}", w.point,
+                                       spec.point_label(static_cast<size_t>(w.point)),
+                                       slice.error));
         } else if (!slice.finished && signal == 0) {
           errors.push_back(fmt::format("point {}: {}", w.point, no_result(result.wait_status)));
         }
@@ -711,9 +718,10 @@ int run_sweep_shard(const SweepOptions& options, const SweepSpec& spec,
                            partial.end - 1,
                            earlier ? fmt::format(" ({} from the earlier try)", reused) : "", path);
   if (signal != 0) {
-    std::cerr << fmt::format("prismsim: interrupted by {}: shard {} kept its {} finished runs; "
-                             "run it again to finish it\n",
-                             signal_name(signal), shard.str(), recorded);
+    std::cerr << fmt::format(
+        "prismsim: interrupted by {}: shard {} kept its {} finished runs; "
+        "run it again to finish it\n",
+        signal_name(signal), shard.str(), recorded);
     return exit_status_for_signal(signal);
   }
   int status = errors.empty() ? kExitOk : kExitRunFailed;
@@ -734,20 +742,19 @@ SweepOptions parse_options(int argc, char** argv, bool* help) {
   int runs = 0;
   long long seed = -1;
   po::options_description named("sweep options");
-  named.add_options()
-      ("help,h", "show this help")
-      ("out,o", po::value(&options.out), "output directory (default: out)")
-      ("jobs,j", po::value(&options.jobs),
-       "processes at once (default: CPU count): min(points, J) points at a time, each running "
-       "J / that many replications at once")
-      ("runs", po::value(&runs), "runs of every point (overrides simulation.runs)")
-      ("seed", po::value(&seed), "base seed of every point (overrides simulation.seed)")
-      ("set", po::value(&options.overrides)->composing(),
-       "override a scenario value in every point, after the sweep file's 'set' and before the "
-       "grid's values, e.g. --set simulation.steps=4")
-      ("shard", po::value(&options.shard),
-       "K/N: simulate only the K-th of N slices of the (point, run) pairs and write "
-       "DIR/partial-result.txt for prismsim merge (README: Running a study on Slurm)");
+  named.add_options()("help,h", "show this help")("out,o", po::value(&options.out),
+                                                  "output directory (default: out)")(
+      "jobs,j", po::value(&options.jobs),
+      "processes at once (default: CPU count): min(points, J) points at a time, each running "
+      "J / that many replications at once")("runs", po::value(&runs),
+                                            "runs of every point (overrides simulation.runs)")(
+      "seed", po::value(&seed), "base seed of every point (overrides simulation.seed)")(
+      "set", po::value(&options.overrides)->composing(),
+      "override a scenario value in every point, after the sweep file's 'set' and before the "
+      "grid's values, e.g. --set simulation.steps=4")(
+      "shard", po::value(&options.shard),
+      "K/N: simulate only the K-th of N slices of the (point, run) pairs and write "
+      "DIR/partial-result.txt for prismsim merge (README: Running a study on Slurm)");
   po::options_description hidden;
   hidden.add_options()("file", po::value(&options.file));
   po::options_description all;
@@ -778,7 +785,8 @@ int sweep_command(int argc, char** argv) {
     parse_shard(options.shard);  // bad --shard before reading anything
     log.emplace();
   }
-  const std::vector<std::string> command = provenance_command("sweep", options.file, options.overrides);
+  const std::vector<std::string> command =
+      provenance_command("sweep", options.file, options.overrides);
   const SweepSpec spec = load_sweep(options.file);
   const std::vector<Scenario> scenarios = load_points(spec, options.overrides);
   if (log) {
@@ -821,13 +829,15 @@ int sweep_command(int argc, char** argv) {
   std::cout << fmt::format("sweep {}: {} points ({}) of {}\n", spec.name, points,
                            to_string(spec.grid), spec.scenario)
             << summary_table(spec, results, states)
-            << fmt::format("wrote {}, {} and the points' outputs under {}\n", csv_path,
-                           json_path, (out / "points").string());
+            << fmt::format("wrote {}, {} and the points' outputs under {}\n", csv_path, json_path,
+                           (out / "points").string());
   std::cout.flush();
   const auto finished = std::count(states.begin(), states.end(), PointState::finished);
   if (finished < points) {
-    std::cerr << fmt::format("prismsim: interrupted by {}: {} of {} points finished; the table "
-                             "holds them\n", signal_name(signal), finished, points);
+    std::cerr << fmt::format(
+        "prismsim: interrupted by {}: {} of {} points finished; the table "
+        "holds them\n",
+        signal_name(signal), finished, points);
     return exit_status_for_signal(signal);
   }
   int failed = 0;
@@ -840,8 +850,10 @@ int sweep_command(int argc, char** argv) {
                              r.errors.empty() ? "" : "; " + r.errors.front());
   }
   if (failed > 0) {
-    std::cerr << fmt::format("prismsim: error: {} of {} points did not complete every run; "
-                             "their rows show it\n", failed, points);
+    std::cerr << fmt::format(
+        "prismsim: error: {} of {} points did not complete every run; "
+        "their rows show it\n",
+        failed, points);
     return kExitRunFailed;
   }
   return kExitOk;
@@ -872,8 +884,8 @@ int merge_sweep(const PartialResult& study, const std::vector<SliceOutcome>& poi
   log.reset();
   check_fingerprint(fingerprint);
   if (scenarios.size() != points.size()) {
-    throw UsageError(fmt::format("the sweep now has {} points, its shards {}", scenarios.size(),
-                                 points.size()));
+    throw UsageError(
+        fmt::format("the sweep now has {} points, its shards {}", scenarios.size(), points.size()));
   }
   clear_previous_outputs(out);
   std::vector<PointResult> results(scenarios.size());
@@ -909,8 +921,7 @@ int merge_sweep(const PartialResult& study, const std::vector<SliceOutcome>& poi
   write_file(json_path, sweep_json(spec, study.overrides, results, states));
   record_outputs(out, {csv_path, json_path});
   std::cout << fmt::format("sweep {}: {} points ({}) of {}, merged from {} shards\n", spec.name,
-                           scenarios.size(), to_string(spec.grid), spec.scenario,
-                           study.shard.count)
+                           scenarios.size(), to_string(spec.grid), spec.scenario, study.shard.count)
             << summary_table(spec, results, states)
             << fmt::format("wrote {}, {} and the points' outputs under {}\n", csv_path, json_path,
                            (out / "points").string());

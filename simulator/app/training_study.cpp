@@ -1,9 +1,9 @@
 #include "app/training_study.hpp"
 
+#include <fmt/format.h>
+
 #include <stdexcept>
 #include <string>
-
-#include <fmt/format.h>
 
 #include "core/text.hpp"
 #include "montecarlo/process_pool.hpp"
@@ -25,9 +25,9 @@ int simulate_size(const Scenario& scenario, int jobs, int fd) {
     const Job job = build_job(scenario, topology);
     Simulation simulation(scenario, job, std::move(topology));
     const VariationModel variation(scenario.variability, scenario, simulation.topology(), job);
-    const auto records = run_replications(
-        simulation, replications(scenario.simulation.runs, &variation), scenario.simulation.seed,
-        jobs);
+    const auto records =
+        run_replications(simulation, replications(scenario.simulation.runs, &variation),
+                         scenario.simulation.seed, jobs);
     uint64_t runs = 0;
     for (const RunRecord& r : records) runs += !r.step_times_s.empty();
     w.put(runs);

@@ -5,11 +5,10 @@
 namespace prismsim {
 
 namespace {
-const std::vector<std::string> kOpNames = {"all_reduce", "all_gather", "reduce_scatter",
-                                           "broadcast",  "reduce",     "all_to_all",
-                                           "send_recv"};
-const std::vector<std::string> kAlgorithmNames = {"auto", "ring", "tree", "hierarchical", "nvls",
-                                                  "direct", "nvls_tree"};
+const std::vector<std::string> kOpNames = {
+    "all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce", "all_to_all", "send_recv"};
+const std::vector<std::string> kAlgorithmNames = {"auto", "ring",   "tree",     "hierarchical",
+                                                  "nvls", "direct", "nvls_tree"};
 }  // namespace
 
 const std::vector<std::string>& collective_op_names() { return kOpNames; }
@@ -35,13 +34,16 @@ std::optional<Algorithm> parse_algorithm(std::string_view name) {
 double bus_factor(CollectiveOp op, int ranks) {
   const double n = ranks;
   switch (op) {
-    case CollectiveOp::all_reduce: return ranks > 1 ? 2.0 * (n - 1) / n : 0.0;
+    case CollectiveOp::all_reduce:
+      return ranks > 1 ? 2.0 * (n - 1) / n : 0.0;
     case CollectiveOp::all_gather:
     case CollectiveOp::reduce_scatter:
-    case CollectiveOp::all_to_all: return ranks > 1 ? (n - 1) / n : 0.0;
+    case CollectiveOp::all_to_all:
+      return ranks > 1 ? (n - 1) / n : 0.0;
     case CollectiveOp::broadcast:
     case CollectiveOp::reduce:
-    case CollectiveOp::send_recv: return 1.0;
+    case CollectiveOp::send_recv:
+      return 1.0;
   }
   return 1.0;
 }
@@ -54,15 +56,18 @@ std::vector<Algorithm> algorithms_for(CollectiveOp op) {
     case CollectiveOp::all_gather:
     case CollectiveOp::reduce_scatter:
     case CollectiveOp::broadcast:
-    case CollectiveOp::reduce: return {Algorithm::ring};
+    case CollectiveOp::reduce:
+      return {Algorithm::ring};
     case CollectiveOp::all_to_all:
-    case CollectiveOp::send_recv: return {Algorithm::direct};
+    case CollectiveOp::send_recv:
+      return {Algorithm::direct};
   }
   return {};
 }
 
 void CommStep::merge_by_peer() {
-  std::sort(sends.begin(), sends.end(), [](const Send& a, const Send& b) { return a.peer < b.peer; });
+  std::sort(sends.begin(), sends.end(),
+            [](const Send& a, const Send& b) { return a.peer < b.peer; });
   size_t kept = 0;
   for (size_t i = 0; i < sends.size(); ++i) {
     if (kept > 0 && sends[kept - 1].peer == sends[i].peer) {

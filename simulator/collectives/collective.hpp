@@ -8,7 +8,15 @@
 namespace prismsim {
 
 /// The collective operations, as NCCL names them.
-enum class CollectiveOp { all_reduce, all_gather, reduce_scatter, broadcast, reduce, all_to_all, send_recv };
+enum class CollectiveOp {
+  all_reduce,
+  all_gather,
+  reduce_scatter,
+  broadcast,
+  reduce,
+  all_to_all,
+  send_recv
+};
 
 /// How a collective moves data.
 enum class Algorithm {

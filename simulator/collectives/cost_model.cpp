@@ -1,13 +1,13 @@
 #include "collectives/cost_model.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <limits>
 #include <optional>
-#include <string>
 #include <stdexcept>
+#include <string>
 #include <unordered_map>
-
-#include <fmt/format.h>
 
 #include "config/scenario.hpp"
 
@@ -52,7 +52,8 @@ TunerInputs tuner_inputs(const GroupLayout& layout, const PlatformSpec& platform
 
 CollectivePlanner planner_for(GroupLayout layout, const PlatformSpec& platform) {
   const double nvls_efficiency = platform.collectives.nvls_efficiency;
-  const double nvls_scale = nvls_efficiency > 0 ? platform.nvlink.efficiency / nvls_efficiency : 1.0;
+  const double nvls_scale =
+      nvls_efficiency > 0 ? platform.nvlink.efficiency / nvls_efficiency : 1.0;
   return CollectivePlanner(std::move(layout), platform.collective_channels(),
                            platform.collective_p2p_channels(), nvls_scale);
 }
@@ -123,7 +124,8 @@ std::vector<PhaseCost> cost_phases(const std::vector<PhaseLoads>& loads, const T
       cost.max_hop_latency_s = std::max(cost.max_hop_latency_s, latency);
     }
     for (const auto& [link, bytes] : in.link_bytes) {
-      cost.bandwidth_s = std::max(cost.bandwidth_s, bytes / links[static_cast<size_t>(link)].bandwidth_Bps);
+      cost.bandwidth_s =
+          std::max(cost.bandwidth_s, bytes / links[static_cast<size_t>(link)].bandwidth_Bps);
     }
     cost.message_latency_s = cost.latency_steps * cost.max_hop_latency_s;
     // A pipelined phase, hop by hop along its slowest path (see phase_paths); the (k - 1) chunk
@@ -207,8 +209,9 @@ CollectiveChoice choose_collective(const CollectivePlanner& planner, const Platf
   const int n = planner.layout().size();
   if (n < 2) {
     choice.local_copy = true;
-    choice.seconds = tuning.launch_latency_s +
-                     2.0 * bytes / (platform.gpu.memory_bandwidth_Bps * tuning.local_copy_efficiency);
+    choice.seconds =
+        tuning.launch_latency_s +
+        2.0 * bytes / (platform.gpu.memory_bandwidth_Bps * tuning.local_copy_efficiency);
     return choice;
   }
   std::vector<Algorithm> candidates;
@@ -225,7 +228,8 @@ CollectiveChoice choose_collective(const CollectivePlanner& planner, const Platf
     // NCCL's algorithms: the hierarchical rings are prismsim's own, run only when asked for; NVLS
     // tree only where the platform enables it.
     for (Algorithm a : algorithms_for(op)) {
-      if (a == Algorithm::hierarchical || (a == Algorithm::nvls_tree && !tuning.nvls_tree)) continue;
+      if (a == Algorithm::hierarchical || (a == Algorithm::nvls_tree && !tuning.nvls_tree))
+        continue;
       if (planner.supports(op, a, platform.nvls)) {
         candidates.push_back(a);
       }
@@ -288,7 +292,8 @@ double back_to_back_period_seconds(const CollectiveChoice& choice, const Platfor
   for (const PhaseCost& phase : choice.phases) {
     if (phase.overlapping_chunks <= 0) return -1;
     period += wire_bytes(phase.bandwidth_s, protocol) +
-              phase.overlapping_chunks * protocol.step_latency_s + streaming_seconds(phase, protocol);
+              phase.overlapping_chunks * protocol.step_latency_s +
+              streaming_seconds(phase, protocol);
   }
   return period;
 }

@@ -42,7 +42,7 @@ struct PhaseLoads {
   int forwarding_steps = 1;
   int overlapping_chunks = 0;
   std::vector<std::pair<int, double>> link_bytes;  ///< (link, bytes), in order of first use
-  std::vector<std::vector<int>> routes;             ///< distinct routes of the phase's messages
+  std::vector<std::vector<int>> routes;            ///< distinct routes of the phase's messages
   struct Path {
     std::vector<std::vector<int>> hops;  ///< each hop's route
     double chunk_bytes = 0;
@@ -94,7 +94,8 @@ struct CollectiveChoice {
 /// Picks the fastest (algorithm, protocol) by predicted_seconds among those that can run `op` on
 /// the planner's group (or only `forced`, unless automatic), as NCCL's tuner does. A one-member
 /// group is a device copy: read and write the buffer at the GPU's memory bandwidth x
-/// collectives.local_copy_efficiency. Throws std::invalid_argument when `forced` cannot run the call.
+/// collectives.local_copy_efficiency. Throws std::invalid_argument when `forced` cannot run the
+/// call.
 CollectiveChoice choose_collective(const CollectivePlanner& planner,
                                    const std::vector<int>& gpu_of_position,
                                    const Topology& topology, const PlatformSpec& platform,

@@ -17,7 +17,7 @@ enum Hw { kNvlink = 0, kNet = 1 };
 struct Constants {
   double base[4][3];
   double hw[2][4][3];
-  double ll_max[4][3];             ///< [generation or CPU row][nodes index]
+  double ll_max[4][3];  ///< [generation or CPU row][nodes index]
   double tree_max_per_channel[4][3];
   double ring_ll128_max_per_channel[4];  ///< (2.8: per collective; see ll128_max_2_8)
   double tree_ll128_max_per_channel[4][3];
@@ -35,9 +35,12 @@ const Constants kCurrent = {
     {20.0, 20.0, 36.7, 40.0},
     {{20.0, 20.0, 20.0}, {20.0, 20.0, 20.0}, {36.7, 36.7, 29.0}, {55.6, 31.67, 20.0}},
     {{26.5, 18.5, 10.0}, {24.0, 23.6, 17.8}, {0.0, 57.7, 45.5}, {0.0, 96.0, 80.0}},
-    {{1.0, 1.0, 1.0, 1.0, .9, .8, .7, .7, .7, .7, .6, .5, .4, .4, .5, .6, .7, .8, .9, 1.0, 1.0, 1.0, 1.0, 1.0},
-     {1.0, 1.0, 1.0, 1.0, 1.0, .9, .8, .8, .8, .7, .6, .6, .6, .6, .6, .6, .8, .9, .9, .9, .9, 1.0, 1.0, 1.0},
-     {.9, .9, .9, .9, .9, .9, .9, .8, .7, .6, .6, .5, .5, .5, .5, .6, .7, .8, .7, .7, .8, .9, .9, .9}},
+    {{1.0, 1.0, 1.0, 1.0, .9, .8, .7, .7,  .7,  .7,  .6,  .5,
+      .4,  .4,  .5,  .6,  .7, .8, .9, 1.0, 1.0, 1.0, 1.0, 1.0},
+     {1.0, 1.0, 1.0, 1.0, 1.0, .9, .8, .8, .8, .7,  .6,  .6,
+      .6,  .6,  .6,  .6,  .8,  .9, .9, .9, .9, 1.0, 1.0, 1.0},
+     {.9, .9, .9, .9, .9, .9, .9, .8, .7, .6, .6, .5,
+      .5, .5, .5, .6, .7, .8, .7, .7, .8, .9, .9, .9}},
     23,
 };
 
@@ -50,8 +53,10 @@ const Constants k2_8 = {
     {0, 0, 0, 0},
     {{0, 0, 0}, {0, 0, 0}, {0, 0, 0}, {0, 0, 0}},
     {{0, 0, 0}, {0, 0, 0}, {0, 0, 0}, {0, 0, 0}},
-    {{1.0, 1.0, 1.0, 1.0, .9, .8, .7, .7, .7, .7, .6, .5, .4, .4, .5, .6, .7, .8, .9, 1.0, 1.0, 1.0, 1.0},
-     {1.0, 1.0, 1.0, 1.0, 1.0, .9, .8, .8, .8, .7, .6, .6, .6, .5, .6, .6, .7, .7, .8, .9, .9, .92, .92},
+    {{1.0, 1.0, 1.0, 1.0, .9, .8, .7, .7,  .7,  .7,  .6, .5,
+      .4,  .4,  .5,  .6,  .7, .8, .9, 1.0, 1.0, 1.0, 1.0},
+     {1.0, 1.0, 1.0, 1.0, 1.0, .9, .8, .8, .8, .7,  .6, .6,
+      .6,  .5,  .6,  .6,  .7,  .7, .8, .9, .9, .92, .92},
      {.9, .9, .9, .9, .9, .9, .9, .8, .7, .6, .6, .5, .5, .5, .5, .6, .7, .8, .7, .7, .8, .9, .9}},
     23,
 };
@@ -59,11 +64,16 @@ const Constants k2_8 = {
 /// NCCL 2.8's LL128 limit per channel, per collective.
 double ll128_max_2_8(CollectiveOp op) {
   switch (op) {
-    case CollectiveOp::broadcast: return 18.8;
-    case CollectiveOp::reduce: return 12.0;
-    case CollectiveOp::all_gather: return 18.3;
-    case CollectiveOp::reduce_scatter: return 15.2;
-    default: return 16.9;
+    case CollectiveOp::broadcast:
+      return 18.8;
+    case CollectiveOp::reduce:
+      return 12.0;
+    case CollectiveOp::all_gather:
+      return 18.3;
+    case CollectiveOp::reduce_scatter:
+      return 15.2;
+    default:
+      return 16.9;
   }
 }
 
@@ -104,20 +114,21 @@ double nccl_estimate_seconds(TunerKind kind, const TunerInputs& in, Algorithm al
   const bool all_reduce = in.op == CollectiveOp::all_reduce;
   const bool rooted = in.op == CollectiveOp::broadcast || in.op == CollectiveOp::reduce;
   const bool gathers = in.op == CollectiveOp::all_gather || in.op == CollectiveOp::reduce_scatter;
-  const int a = algorithm == Algorithm::ring ? kRing
-                : algorithm == Algorithm::tree ? kTree
-                : algorithm == Algorithm::nvls ? kNvls
+  const int a = algorithm == Algorithm::ring        ? kRing
+                : algorithm == Algorithm::tree      ? kTree
+                : algorithm == Algorithm::nvls      ? kNvls
                 : algorithm == Algorithm::nvls_tree ? kNvlsTree
                                                     : -1;
   if (a < 0) return -1;
   if (a == kTree && !all_reduce) return -1;
-  if (a == kNvlsTree && (v28 || !all_reduce || nodes < 2 || !in.nvls ||
-                         protocol != NcclProtocol::simple || channels < 2 ||
-                         gen < static_cast<int>(GpuGeneration::hopper))) {
+  if (a == kNvlsTree &&
+      (v28 || !all_reduce || nodes < 2 || !in.nvls || protocol != NcclProtocol::simple ||
+       channels < 2 || gen < static_cast<int>(GpuGeneration::hopper))) {
     return -1;
   }
-  if (a == kNvls && (v28 || !all_reduce || nodes > 1 || !in.nvls || protocol != NcclProtocol::simple ||
-                     channels < 2 || gen < static_cast<int>(GpuGeneration::hopper))) {
+  if (a == kNvls &&
+      (v28 || !all_reduce || nodes > 1 || !in.nvls || protocol != NcclProtocol::simple ||
+       channels < 2 || gen < static_cast<int>(GpuGeneration::hopper))) {
     return -1;
   }
   if (!all_reduce && !rooted && !gathers && a != kRing) return -1;
@@ -126,8 +137,9 @@ double nccl_estimate_seconds(TunerKind kind, const TunerInputs& in, Algorithm al
     return -1;
   }
   const int steps = all_reduce ? 2 * (ranks - 1) : gathers ? ranks - 1 : ranks;
-  const int ll_row = nodes == 1 ? (v28 ? (gen == static_cast<int>(GpuGeneration::ampere) ? 1 : 0) : gen)
-                                : (in.amd_cpu ? 1 : 0);
+  const int ll_row = nodes == 1
+                         ? (v28 ? (gen == static_cast<int>(GpuGeneration::ampere) ? 1 : 0) : gen)
+                         : (in.amd_cpu ? 1 : 0);
   const double ll_max = k.ll_max[ll_row][nodes_index];
   const double per_channel = nodes <= 2 ? in.intra_channel_GBps : in.inter_channel_GBps;
   double bus = channels * per_channel;
@@ -143,15 +155,16 @@ double nccl_estimate_seconds(TunerKind kind, const TunerInputs& in, Algorithm al
     bus = channels * per;
   }
   if (a == kRing && protocol == NcclProtocol::ll) {
-    const double factor = v28 ? (nodes > 1 || all_reduce || in.op == CollectiveOp::reduce ? 0.25 : 1.0 / 3)
-                              : 0.5;
+    const double factor =
+        v28 ? (nodes > 1 || all_reduce || in.op == CollectiveOp::reduce ? 0.25 : 1.0 / 3) : 0.5;
     bus = std::min(ll_max, bus * factor);
   }
   if (a == kRing && protocol == NcclProtocol::ll128) {
     bus = v28 ? std::min(bus * (ppn < 2 ? 0.7 : 0.92), ll128_max_2_8(in.op) * channels)
               : std::min(bus * 0.92, channels * k.ring_ll128_max_per_channel[gen]);
   }
-  if (a == kTree) bus = std::min(bus * 0.92, channels * k.tree_max_per_channel[tree_row][nodes_index]);
+  if (a == kTree)
+    bus = std::min(bus * 0.92, channels * k.tree_max_per_channel[tree_row][nodes_index]);
   if (a == kTree && protocol == NcclProtocol::ll) bus = std::min(bus / 3.8, ll_max);
   if (a == kTree && protocol == NcclProtocol::ll128) {
     bus = v28 ? std::min(bus * (nodes == 1 ? 7.0 / 9 : 0.915), ll128_max_2_8(in.op) * channels)
@@ -174,7 +187,8 @@ double nccl_estimate_seconds(TunerKind kind, const TunerInputs& in, Algorithm al
       if (nodes == 1) {
         latency += k.hw[hw][kRing][p];
       } else {
-        latency += steps * (protocol == NcclProtocol::simple ? k.hw[hw][kTree][p] : k.hw[hw][kRing][p]);
+        latency +=
+            steps * (protocol == NcclProtocol::simple ? k.hw[hw][kTree][p] : k.hw[hw][kRing][p]);
       }
     } else {
       if (!v28 && nodes > 1) {

@@ -29,10 +29,10 @@ struct TunerInputs {
   int nodes = 1;
   int channels = 1;
   GpuGeneration generation = GpuGeneration::hopper;
-  bool amd_cpu = false;         ///< NCCL's LL limits and network overhead depend on the CPU vendor
+  bool amd_cpu = false;  ///< NCCL's LL limits and network overhead depend on the CPU vendor
   double intra_channel_GBps = 0;  ///< per channel inside a node (NCCL's bwIntra)
   double inter_channel_GBps = 0;  ///< per channel across nodes (NCCL's bwInter)
-  bool nvls = false;            ///< the node's NVSwitch reduces (NVLink SHARP)
+  bool nvls = false;              ///< the node's NVSwitch reduces (NVLink SHARP)
 };
 
 /// NCCL's estimate, in seconds, of a call of `bytes` with `algorithm` (ring, tree or nvls) and

@@ -120,7 +120,8 @@ class RingPlan final : public CollectivePlan {
   Neighbours neighbours(int pos, int c) const {
     const auto& order = planner_.ring(c);
     const int i = planner_.ring_index(c)[static_cast<size_t>(pos)];
-    return {order[static_cast<size_t>((i + 1) % n_)], order[static_cast<size_t>((i + n_ - 1) % n_)]};
+    return {order[static_cast<size_t>((i + 1) % n_)],
+            order[static_cast<size_t>((i + n_ - 1) % n_)]};
   }
 
   /// Broadcast flows from the root along the ring; reduce flows towards the root.
@@ -267,9 +268,11 @@ class HierarchicalPlan final : public CollectivePlan {
   std::vector<int> phase_forwarding_steps() const override { return phase_latency_steps(); }
   void phase(int pos, int index, CommStep& out) const override {
     out.clear();
-    const Neighbours nb = index == 1 ? in_slot_[static_cast<size_t>(pos)] : in_node_[static_cast<size_t>(pos)];
+    const Neighbours nb =
+        index == 1 ? in_slot_[static_cast<size_t>(pos)] : in_node_[static_cast<size_t>(pos)];
     const double shard = bytes_ / per_node_;
-    const double volume = index == 1 ? 2.0 * (nodes_ - 1) / nodes_ * shard : shard * (per_node_ - 1);
+    const double volume =
+        index == 1 ? 2.0 * (nodes_ - 1) / nodes_ * shard : shard * (per_node_ - 1);
     out.sends.push_back({nb.next, volume});
     out.recvs.push_back(nb.prev);
   }
@@ -328,8 +331,10 @@ class NvlsPlan final : public CollectivePlan {
   int step_count(int, int) const override { return 2; }
   void step(int pos, int, int index, CommStep& out) const override {
     out.clear();
-    if (index == 0) out.sends.push_back({(pos + 1) % n_, bytes_});
-    else out.recvs.push_back((pos + n_ - 1) % n_);
+    if (index == 0)
+      out.sends.push_back({(pos + 1) % n_, bytes_});
+    else
+      out.recvs.push_back((pos + n_ - 1) % n_);
   }
 
  private:
@@ -445,8 +450,10 @@ class NvlsTreePlan final : public CollectivePlan {
   void step(int pos, int lane, int index, CommStep& out) const override {
     out.clear();
     if (lane == 0) {
-      if (index == 0) out.sends.push_back({next_in_node_[static_cast<size_t>(pos)], nvls_bytes_});
-      else out.recvs.push_back(prev_in_node_[static_cast<size_t>(pos)]);
+      if (index == 0)
+        out.sends.push_back({next_in_node_[static_cast<size_t>(pos)], nvls_bytes_});
+      else
+        out.recvs.push_back(prev_in_node_[static_cast<size_t>(pos)]);
       return;
     }
     const Node& node = trees_[(lane - 1) / 2][static_cast<size_t>(pos)];
@@ -485,7 +492,8 @@ class NvlsTreePlan final : public CollectivePlan {
 class DirectPlan final : public CollectivePlan {
  public:
   DirectPlan(CollectiveOp op, int n, double bytes, int p2p_channels)
-      : n_(n), shifts_(op == CollectiveOp::all_to_all ? n - 1 : 1),
+      : n_(n),
+        shifts_(op == CollectiveOp::all_to_all ? n - 1 : 1),
         lanes_(std::clamp(p2p_channels, 1, std::max(1, shifts_))),
         bytes_(op == CollectiveOp::all_to_all ? bytes / n : bytes) {}
   int phases() const override { return (shifts_ + lanes_ - 1) / lanes_; }
@@ -524,7 +532,9 @@ class DirectPlan final : public CollectivePlan {
 
 CollectivePlanner::CollectivePlanner(GroupLayout layout, int channels, int p2p_channels,
                                      double nvls_scale)
-    : layout_(std::move(layout)), p2p_channels_(std::max(1, p2p_channels)), nvls_scale_(nvls_scale) {
+    : layout_(std::move(layout)),
+      p2p_channels_(std::max(1, p2p_channels)),
+      nvls_scale_(nvls_scale) {
   const int n = layout_.size();
   // Members by node (nodes in order of first appearance), in position order.
   std::map<int, std::vector<int>> by_node;
@@ -589,7 +599,8 @@ CollectivePlanner::DoubleTree CollectivePlanner::build_trees(
       tree[static_cast<size_t>(parent)].children.push_back(child);
     };
     for (int node : node_order) {
-      for (size_t i = 1; i < by_node.at(node).size(); ++i) link(member(node, i - 1), member(node, i));
+      for (size_t i = 1; i < by_node.at(node).size(); ++i)
+        link(member(node, i - 1), member(node, i));
     }
     const auto head = [&](int heap) {
       return member(node_order[static_cast<size_t>(t == 0 ? heap : nodes - 1 - heap)], 0);
@@ -616,12 +627,14 @@ bool CollectivePlanner::supports(CollectiveOp op, Algorithm algorithm, bool shar
   const auto candidates = algorithms_for(op);
   if (std::find(candidates.begin(), candidates.end(), algorithm) == candidates.end()) return false;
   switch (algorithm) {
-    case Algorithm::nvls: return sharp && layout_.single_node() && layout_.size() > 1;
+    case Algorithm::nvls:
+      return sharp && layout_.single_node() && layout_.size() > 1;
     case Algorithm::nvls_tree:
       return sharp && !layout_.single_node() && layout_.uniform_members_per_node() > 0;
     case Algorithm::hierarchical:
       return !layout_.single_node() && layout_.uniform_members_per_node() > 1;
-    default: return true;
+    default:
+      return true;
   }
 }
 
@@ -629,13 +642,20 @@ std::unique_ptr<CollectivePlan> CollectivePlanner::plan(CollectiveOp op, Algorit
                                                         double bytes, int root) const {
   const int n = layout_.size();
   switch (algorithm) {
-    case Algorithm::ring: return std::make_unique<RingPlan>(*this, op, bytes, root);
-    case Algorithm::tree: return std::make_unique<TreePlan>(*this, bytes);
-    case Algorithm::hierarchical: return std::make_unique<HierarchicalPlan>(layout_, bytes);
-    case Algorithm::nvls: return std::make_unique<NvlsPlan>(n, bytes, nvls_scale_);
-    case Algorithm::direct: return std::make_unique<DirectPlan>(op, n, bytes, p2p_channels_);
-    case Algorithm::nvls_tree: return std::make_unique<NvlsTreePlan>(layout_, bytes, nvls_scale_);
-    case Algorithm::automatic: break;
+    case Algorithm::ring:
+      return std::make_unique<RingPlan>(*this, op, bytes, root);
+    case Algorithm::tree:
+      return std::make_unique<TreePlan>(*this, bytes);
+    case Algorithm::hierarchical:
+      return std::make_unique<HierarchicalPlan>(layout_, bytes);
+    case Algorithm::nvls:
+      return std::make_unique<NvlsPlan>(n, bytes, nvls_scale_);
+    case Algorithm::direct:
+      return std::make_unique<DirectPlan>(op, n, bytes, p2p_channels_);
+    case Algorithm::nvls_tree:
+      return std::make_unique<NvlsTreePlan>(layout_, bytes, nvls_scale_);
+    case Algorithm::automatic:
+      break;
   }
   assert(false && "plan() needs a concrete algorithm");
   return nullptr;

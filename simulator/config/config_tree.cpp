@@ -1,16 +1,16 @@
 #include "config/config_tree.hpp"
 
-#include <filesystem>
-#include <map>
-#include <memory>
-#include <optional>
-#include <sstream>
-
 #include <fmt/format.h>
 #include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/exceptions.h>
 #include <yaml-cpp/mark.h>
 #include <yaml-cpp/parser.h>
+
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <optional>
+#include <sstream>
 
 #include "core/files.hpp"
 
@@ -94,8 +94,8 @@ class TreeBuilder : public YAML::EventHandler {
   struct Frame {
     ConfigNode node;
     YAML::anchor_t anchor = YAML::NullAnchor;
-    size_t size = 1;  ///< values in this subtree, itself included
-    std::optional<ConfigNode> key;  ///< a map's key waiting for its value
+    size_t size = 1;                        ///< values in this subtree, itself included
+    std::optional<ConfigNode> key;          ///< a map's key waiting for its value
     std::map<std::string, int> first_line;  ///< a map's keys, for duplicates
   };
   struct Anchored {
@@ -165,8 +165,8 @@ class TreeBuilder : public YAML::EventHandler {
     }
     auto [it, inserted] = parent.first_line.emplace(key.scalar, key.loc.line);
     if (!inserted) {
-      diags_.error(key.loc, fmt::format("duplicate key '{}' (first defined at line {})",
-                                        key.scalar, it->second));
+      diags_.error(key.loc, fmt::format("duplicate key '{}' (first defined at line {})", key.scalar,
+                                        it->second));
       return;
     }
     parent.node.entries.push_back({std::move(key.scalar), key.loc, std::move(node)});
@@ -255,10 +255,14 @@ ConfigNode parse_yaml_text(const std::string& text, const std::string& label, in
 
 const char* kind_name(ConfigNode::Kind kind) {
   switch (kind) {
-    case ConfigNode::Kind::Null: return "nothing";
-    case ConfigNode::Kind::Scalar: return "a single value";
-    case ConfigNode::Kind::Sequence: return "a list";
-    case ConfigNode::Kind::Map: return "a map";
+    case ConfigNode::Kind::Null:
+      return "nothing";
+    case ConfigNode::Kind::Scalar:
+      return "a single value";
+    case ConfigNode::Kind::Sequence:
+      return "a list";
+    case ConfigNode::Kind::Map:
+      return "a map";
   }
   return "?";
 }

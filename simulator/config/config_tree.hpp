@@ -21,8 +21,8 @@ struct ConfigNode {
   enum class Kind { Null, Scalar, Sequence, Map };
 
   Kind kind = Kind::Null;
-  std::string scalar;              ///< text of a scalar
-  std::vector<ConfigNode> items;   ///< elements of a sequence
+  std::string scalar;                ///< text of a scalar
+  std::vector<ConfigNode> items;     ///< elements of a sequence
   std::vector<ConfigEntry> entries;  ///< entries of a map, in file order
   SourceLoc loc;
 
@@ -61,8 +61,7 @@ void resolve_includes(ConfigNode& root, const std::vector<std::string>& keys, Di
 /// Applies one "dotted.path=value" override (the index-th --set, 1-based). Creates missing map
 /// keys (validation later rejects unknown ones); list elements are addressed by number.
 /// Throws InputError when the path cannot be followed.
-void apply_override(ConfigNode& root, const std::string& assignment, int index,
-                    Diagnostics& diags);
+void apply_override(ConfigNode& root, const std::string& assignment, int index, Diagnostics& diags);
 
 /// The directory part of a path ("" for a bare file name).
 std::string parent_directory(const std::string& path);

@@ -49,12 +49,12 @@ FrameworkPreset torchtitan() {
   f.pipeline_transfers = {PipelineTransfer::full};
   f.blocking_pipeline_sends = true;
   f.blocking_interleaved_sends = true;
-  f.sequence_parallel = true;  // enable_sequence_parallel
+  f.sequence_parallel = true;        // enable_sequence_parallel
   f.overlap_gradient_reduce = true;  // torch DDP reduces buckets during the backward pass
-  f.reduce_16bit_in_fp32 = true;  // mixed_precision_reduce = float32
-  f.bucket_elements = 25e6 / 2;   // torch DDP's 25 MiB buckets of bf16 gradients
+  f.reduce_16bit_in_fp32 = true;     // mixed_precision_reduce = float32
+  f.bucket_elements = 25e6 / 2;      // torch DDP's 25 MiB buckets of bf16 gradients
   f.chooses_reshard_after_forward = true;
-  f.reshard_after_forward = true;           // "default": not pp_enabled
+  f.reshard_after_forward = true;  // "default": not pp_enabled
   f.reshard_after_forward_with_pp = false;
   f.has_hsdp = true;
   f.has_tp_comm_overlap = true;  // async TP
@@ -65,8 +65,7 @@ FrameworkPreset torchtitan() {
 }  // namespace
 
 const std::vector<std::string>& framework_names() {
-  static const std::vector<std::string> names = {"megatron-lm", "megatron-deepspeed",
-                                                 "torchtitan"};
+  static const std::vector<std::string> names = {"megatron-lm", "megatron-deepspeed", "torchtitan"};
   return names;
 }
 
@@ -83,10 +82,14 @@ const char* to_string(Framework framework) {
 
 const char* to_string(DataParallelKind kind) {
   switch (kind) {
-    case DP::ddp: return "ddp";
-    case DP::zero1: return "zero1";
-    case DP::zero2: return "zero2";
-    case DP::fsdp: return "fsdp";
+    case DP::ddp:
+      return "ddp";
+    case DP::zero1:
+      return "zero1";
+    case DP::zero2:
+      return "zero2";
+    case DP::fsdp:
+      return "fsdp";
   }
   return "?";
 }

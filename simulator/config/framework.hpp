@@ -16,9 +16,9 @@ struct FrameworkPreset {
   std::vector<ParallelDim> order;
   std::vector<DataParallelKind> data_parallel_modes;  ///< the first is the default
   std::vector<PipelineTransfer> pipeline_transfers;   ///< the first is the default
-  bool blocking_pipeline_sends = true;   ///< 1F1B and GPipe
+  bool blocking_pipeline_sends = true;                ///< 1F1B and GPipe
   bool blocking_interleaved_sends = true;  ///< the interleaved schedule (Megatron overlaps it)
-  bool sequence_parallel = false;        ///< default when tp > 1
+  bool sequence_parallel = false;          ///< default when tp > 1
   bool overlap_gradient_reduce = false;
   bool overlap_param_gather = false;
   /// Gradients of a 16-bit model reduced in fp32 (else in the workload precision).

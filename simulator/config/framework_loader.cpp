@@ -1,8 +1,8 @@
 #include "config/framework_loader.hpp"
 
-#include <algorithm>
-
 #include <fmt/format.h>
+
+#include <algorithm>
 
 #include "config/limits.hpp"
 #include "core/units.hpp"
@@ -47,8 +47,8 @@ void read_framework_mechanics(MapReader& p, Scenario& s) {
 
   par.pipeline_transfer = f.pipeline_transfers.front();
   assign(par.pipeline_transfer, p.choice("pipeline_transfer", false, {"full", "scatter_gather"}));
-  if (std::find(f.pipeline_transfers.begin(), f.pipeline_transfers.end(),
-                par.pipeline_transfer) == f.pipeline_transfers.end()) {
+  if (std::find(f.pipeline_transfers.begin(), f.pipeline_transfers.end(), par.pipeline_transfer) ==
+      f.pipeline_transfers.end()) {
     refuse(p, "pipeline_transfer",
            fmt::format("{} sends whole activations between pipeline stages (full); "
                        "'scatter_gather' is Megatron-DeepSpeed's (framework: megatron-deepspeed)",
@@ -70,8 +70,8 @@ void read_framework_mechanics(MapReader& p, Scenario& s) {
                        p.path_of("overlap_param_gather"), to_string(par.data_parallel)));
   }
 
-  par.reshard_after_forward = s.parallelism.pp > 1 ? f.reshard_after_forward_with_pp
-                                                   : f.reshard_after_forward;
+  par.reshard_after_forward =
+      s.parallelism.pp > 1 ? f.reshard_after_forward_with_pp : f.reshard_after_forward;
   assign(par.reshard_after_forward, p.boolean("reshard_after_forward", false));
   if (!fsdp) {
     refuse(p, "reshard_after_forward",
@@ -79,7 +79,8 @@ void read_framework_mechanics(MapReader& p, Scenario& s) {
   } else if (!f.chooses_reshard_after_forward) {
     refuse(p, "reshard_after_forward",
            fmt::format("{} always frees gathered parameters after the forward pass; "
-                       "reshard_after_forward is FSDP2's (framework: torchtitan)", framework));
+                       "reshard_after_forward is FSDP2's (framework: torchtitan)",
+                       framework));
   }
 
   assign(par.fsdp_replicas, p.integer("fsdp_replicas", false, 1, 1 << 20));
@@ -89,7 +90,8 @@ void read_framework_mechanics(MapReader& p, Scenario& s) {
   } else if (!f.has_hsdp) {
     refuse(p, "fsdp_replicas",
            fmt::format("{} has no hybrid sharding (HSDP); fsdp_replicas is torchtitan's "
-                       "data_parallel_replicate_degree (framework: torchtitan)", framework));
+                       "data_parallel_replicate_degree (framework: torchtitan)",
+                       framework));
   } else if (par.dp % par.fsdp_replicas != 0) {
     refuse(p, "fsdp_replicas",
            fmt::format("'{}' {} does not divide dp {}", p.path_of("fsdp_replicas"),

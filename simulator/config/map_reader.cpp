@@ -1,9 +1,9 @@
 #include "config/map_reader.hpp"
 
+#include <fmt/format.h>
+
 #include <charconv>
 #include <cmath>
-
-#include <fmt/format.h>
 
 #include "core/units.hpp"
 
@@ -65,18 +65,17 @@ std::optional<int64_t> MapReader::integer(std::string_view key, bool required, i
     return std::nullopt;
   }
   if (ec != std::errc() || ptr != text.data() + text.size()) {
-    diags_.error(value->loc,
-                 fmt::format("'{}' must be an integer, got '{}'", path_of(key), text));
+    diags_.error(value->loc, fmt::format("'{}' must be an integer, got '{}'", path_of(key), text));
     return std::nullopt;
   }
   if (result < min_value) {
-    diags_.error(value->loc, fmt::format("'{}' must be at least {}, got {}", path_of(key),
-                                         min_value, result));
+    diags_.error(value->loc,
+                 fmt::format("'{}' must be at least {}, got {}", path_of(key), min_value, result));
     return std::nullopt;
   }
   if (result > max_value) {
-    diags_.error(value->loc, fmt::format("'{}' must be at most {}, got {}", path_of(key),
-                                         max_value, result));
+    diags_.error(value->loc,
+                 fmt::format("'{}' must be at most {}, got {}", path_of(key), max_value, result));
     return std::nullopt;
   }
   return result;
@@ -104,9 +103,9 @@ std::optional<double> MapReader::number(std::string_view key, bool required, dou
     return std::nullopt;
   }
   if (result < min_value || (min_exclusive && result == min_value)) {
-    diags_.error(value->loc, fmt::format("'{}' must be {} {}, got {}", path_of(key),
-                                         min_exclusive ? "greater than" : "at least", min_value,
-                                         text));
+    diags_.error(value->loc,
+                 fmt::format("'{}' must be {} {}, got {}", path_of(key),
+                             min_exclusive ? "greater than" : "at least", min_value, text));
     return std::nullopt;
   }
   return result;
@@ -134,8 +133,8 @@ std::optional<double> in_range(const ConfigNode& node, const std::string& path,
 std::optional<double> read_quantity(const ConfigNode& node, const std::string& path,
                                     QuantityParser parser, Diagnostics& diags) {
   if (!node.is_scalar()) {
-    diags.error(node.loc, fmt::format("'{}' must be a single value, got {}", path,
-                                      kind_name(node.kind)));
+    diags.error(node.loc,
+                fmt::format("'{}' must be a single value, got {}", path, kind_name(node.kind)));
     return std::nullopt;
   }
   std::string reason;
@@ -165,8 +164,8 @@ std::optional<double> MapReader::positive_quantity(std::string_view key, bool re
                                                    QuantityParser parser) {
   auto value = quantity(key, required, parser);
   if (value && *value <= 0) {
-    diags_.error(node_.find(key)->loc, fmt::format("'{}' must be positive, got '{}'",
-                                                   path_of(key), node_.find(key)->scalar));
+    diags_.error(node_.find(key)->loc, fmt::format("'{}' must be positive, got '{}'", path_of(key),
+                                                   node_.find(key)->scalar));
     return std::nullopt;
   }
   return value;
@@ -182,10 +181,10 @@ std::optional<size_t> MapReader::choice(std::string_view key, bool required,
   std::string list;
   for (const auto& c : choices) list += (list.empty() ? "" : ", ") + c;
   const std::string near = closest_match(value->scalar, choices);
-  diags_.error(value->loc,
-               fmt::format("invalid value '{}' for '{}': expected one of {}{}", value->scalar,
-                           path_of(key), list,
-                           near.empty() ? "" : fmt::format(" (did you mean '{}'?)", near)));
+  diags_.error(
+      value->loc,
+      fmt::format("invalid value '{}' for '{}': expected one of {}{}", value->scalar, path_of(key),
+                  list, near.empty() ? "" : fmt::format(" (did you mean '{}'?)", near)));
   return std::nullopt;
 }
 
@@ -204,8 +203,8 @@ const ConfigNode* MapReader::list(std::string_view key, bool required) {
   const ConfigNode* value = get(key, required);
   if (value == nullptr) return nullptr;
   if (!value->is_sequence()) {
-    diags_.error(value->loc, fmt::format("'{}' must be a list, got {}", path_of(key),
-                                         kind_name(value->kind)));
+    diags_.error(value->loc,
+                 fmt::format("'{}' must be a list, got {}", path_of(key), kind_name(value->kind)));
     return nullptr;
   }
   return value;

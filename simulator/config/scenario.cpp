@@ -6,11 +6,16 @@ namespace prismsim {
 
 const char* to_string(Precision precision) {
   switch (precision) {
-    case Precision::fp32: return "fp32";
-    case Precision::tf32: return "tf32";
-    case Precision::bf16: return "bf16";
-    case Precision::fp16: return "fp16";
-    case Precision::fp8: return "fp8";
+    case Precision::fp32:
+      return "fp32";
+    case Precision::tf32:
+      return "tf32";
+    case Precision::bf16:
+      return "bf16";
+    case Precision::fp16:
+      return "fp16";
+    case Precision::fp8:
+      return "fp8";
   }
   return "?";
 }
@@ -18,10 +23,13 @@ const char* to_string(Precision precision) {
 int bytes_per_element(Precision precision) {
   switch (precision) {
     case Precision::fp32:
-    case Precision::tf32: return 4;
+    case Precision::tf32:
+      return 4;
     case Precision::bf16:
-    case Precision::fp16: return 2;
-    case Precision::fp8: return 1;
+    case Precision::fp16:
+      return 2;
+    case Precision::fp8:
+      return 1;
   }
   return 4;
 }

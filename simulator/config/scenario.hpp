@@ -24,7 +24,7 @@ int bytes_per_element(Precision precision);
 /// How fast a GPU runs the kernels of a transformer (fitted by calibration; see
 /// workload/compute_model.hpp for the formula).
 struct ComputeModelSpec {
-  double gemm_efficiency = 0.8;       ///< fraction of peak a large GEMM reaches
+  double gemm_efficiency = 0.8;  ///< fraction of peak a large GEMM reaches
   /// The same for given precisions (others use gemm_efficiency).
   std::map<Precision, double> gemm_efficiency_by_precision;
   double gemm_half_size = 64;         ///< GEMM dimension at which that dimension halves efficiency
@@ -158,9 +158,9 @@ struct PlatformSpec {
   std::string name;
   GpuSpec gpu;
   int gpus_per_node = 8;
-  LinkSpec nvlink;  ///< per GPU, per direction, to the node's NVSwitch
-  LinkSpec nic;     ///< one NIC per GPU, per direction
-  bool nvls = false;  ///< the NVSwitch can reduce in the switch (NVLink SHARP)
+  LinkSpec nvlink;       ///< per GPU, per direction, to the node's NVSwitch
+  LinkSpec nic;          ///< one NIC per GPU, per direction
+  bool nvls = false;     ///< the NVSwitch can reduce in the switch (NVLink SHARP)
   bool amd_cpu = false;  ///< node.cpu: amd (NCCL's tuner limits LL by the CPU vendor)
   FabricSpec fabric;
   std::vector<DatacenterSpec> datacenters;
@@ -215,7 +215,7 @@ enum class WorkloadKind { layer_stack, transformer };
 struct WorkloadSpec {
   std::string name;
   WorkloadKind kind = WorkloadKind::layer_stack;
-  int layers = 0;  ///< layer_stack
+  int layers = 0;                                 ///< layer_stack
   double parameters_per_layer = 0;                ///< layer_stack
   double forward_flops_per_sample_per_layer = 0;  ///< layer_stack, flop
   TransformerSpec model;                          ///< transformer
@@ -252,8 +252,8 @@ struct ParallelismSpec {
   bool sequence_parallel = false;
   DataParallelKind data_parallel = DataParallelKind::ddp;
   PipelineSchedule schedule = PipelineSchedule::one_f_one_b;
-  int virtual_stages = 1;             ///< model chunks per pipeline rank (interleaved)
-  std::vector<int> stage_layers;      ///< layers per (virtual) stage; empty: even split
+  int virtual_stages = 1;         ///< model chunks per pipeline rank (interleaved)
+  std::vector<int> stage_layers;  ///< layers per (virtual) stage; empty: even split
   /// Compute time of one microbatch's forward and backward pass per (virtual) stage, s: the
   /// stage's compute kernels are scaled to sum to it (communication and host gaps keep their
   /// time). Empty: the kernel model's times.
@@ -266,7 +266,7 @@ struct ParallelismSpec {
   /// Innermost first: consecutive ranks differ in order[0] (Megatron: tp, cp, pp, dp).
   std::vector<ParallelDim> order = {ParallelDim::tp, ParallelDim::cp, ParallelDim::pp,
                                     ParallelDim::dp};
-  double gradient_bucket_bytes = 0;   ///< 0: the framework's default
+  double gradient_bucket_bytes = 0;     ///< 0: the framework's default
   bool overlap_gradient_reduce = true;  ///< reduce buckets during the last backward pass
 
   // The mechanics a framework sets (config/framework.hpp gives each framework's defaults).
@@ -342,10 +342,10 @@ struct EngineSpec {
 /// A fully validated scenario: everything a run needs, read once from YAML.
 struct Scenario {
   std::string name;
-  std::string source;  ///< path of the scenario file
+  std::string source;                  ///< path of the scenario file
   std::vector<std::string> overrides;  ///< the --set values applied to it, in order
   std::vector<InputFile> inputs;       ///< every file it was read from, in reading order
-  SourceLoc parallelism_loc;  ///< for checks made after loading (memory)
+  SourceLoc parallelism_loc;           ///< for checks made after loading (memory)
   PlatformSpec platform;
   WorkloadSpec workload;
   ParallelismSpec parallelism;
@@ -353,8 +353,8 @@ struct Scenario {
   EngineSpec engine;
   HostSpec host;
   VariabilitySpec variability;
-  TrainLengthSpec train;       ///< simulation.train: the whole run's length (docs/training.md)
-  ResilienceSpec resilience;   ///< failures, recovery, checkpointing of the whole run
+  TrainLengthSpec train;      ///< simulation.train: the whole run's length (docs/training.md)
+  ResilienceSpec resilience;  ///< failures, recovery, checkpointing of the whole run
 };
 
 }  // namespace prismsim

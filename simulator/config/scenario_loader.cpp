@@ -1,5 +1,7 @@
 #include "config/scenario_loader.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -7,8 +9,6 @@
 #include <numeric>
 #include <set>
 #include <utility>
-
-#include <fmt/format.h>
 
 #include "config/config_tree.hpp"
 #include "config/framework_loader.hpp"
@@ -28,13 +28,26 @@ constexpr int64_t kMaxOpsPerStep = 10'000'000;
 /// The most pipeline passes all ranks of a transformer job may run per step (a few ops each).
 constexpr double kMaxPassesPerStep = 1e8;
 /// Parallelism keys that only transformer workloads read.
-const std::vector<std::string> kTransformerOnlyKeys = {
-    "sequence_parallel", "data_parallel", "schedule", "virtual_stages", "stage_layers",
-    "stage_times",
-    "recompute", "order", "gradient_bucket", "overlap_gradient_reduce", "framework",
-    "pipeline_transfer", "pipeline_sends", "overlap_param_gather", "reshard_after_forward",
-    "fsdp_replicas", "gradient_reduce_precision", "gradient_sync", "gradient_buckets",
-    "tp_comm_overlap"};
+const std::vector<std::string> kTransformerOnlyKeys = {"sequence_parallel",
+                                                       "data_parallel",
+                                                       "schedule",
+                                                       "virtual_stages",
+                                                       "stage_layers",
+                                                       "stage_times",
+                                                       "recompute",
+                                                       "order",
+                                                       "gradient_bucket",
+                                                       "overlap_gradient_reduce",
+                                                       "framework",
+                                                       "pipeline_transfer",
+                                                       "pipeline_sends",
+                                                       "overlap_param_gather",
+                                                       "reshard_after_forward",
+                                                       "fsdp_replicas",
+                                                       "gradient_reduce_precision",
+                                                       "gradient_sync",
+                                                       "gradient_buckets",
+                                                       "tp_comm_overlap"};
 
 const std::vector<std::string> kPrecisionNames = {"fp32", "tf32", "bf16", "fp16", "fp8"};
 
@@ -56,8 +69,7 @@ LinkSpec read_link_fields(MapReader& r, bool allow_distance) {
   const bool has_distance = r.get("distance", false) != nullptr;
   const bool has_latency = r.get("latency", false) != nullptr;
   if (has_distance == has_latency) {
-    r.diags().error(r.loc(), fmt::format("'{}' needs one of 'latency' and 'distance'",
-                                         r.path()));
+    r.diags().error(r.loc(), fmt::format("'{}' needs one of 'latency' and 'distance'", r.path()));
   }
   if (has_latency) {
     assign(link.latency_s, r.quantity("latency", true, units::parse_duration, limits::kLatency));
@@ -97,7 +109,8 @@ CollectiveTuning read_collectives(MapReader& parent) {
   assign(tuning.local_copy_efficiency, read_fraction(r, "local_copy_efficiency"));
   if (const ConfigNode* list = r.list("protocols", false)) {
     tuning.protocols.clear();
-    if (list->items.empty()) r.diags().error(list->loc, fmt::format("'{}' is empty", r.path_of("protocols")));
+    if (list->items.empty())
+      r.diags().error(list->loc, fmt::format("'{}' is empty", r.path_of("protocols")));
     for (size_t i = 0; i < list->items.size(); ++i) {
       MapReader p(list->items[i], fmt::format("{}.{}", r.path_of("protocols"), i), r.diags());
       ProtocolSpec protocol;
@@ -115,7 +128,9 @@ CollectiveTuning read_collectives(MapReader& parent) {
   assign(tuning.tuner_channels, r.integer("tuner_channels", false, 1, 64));
   assign(tuning.nvls_tree, r.boolean("nvls_tree", false));
   if (auto tuner = r.choice("tuner", false, {"nccl", "nccl-2.8", "fastest"})) {
-    tuning.tuner = *tuner == 0 ? TunerKind::nccl : *tuner == 1 ? TunerKind::nccl_2_8 : TunerKind::fastest;
+    tuning.tuner = *tuner == 0   ? TunerKind::nccl
+                   : *tuner == 1 ? TunerKind::nccl_2_8
+                                 : TunerKind::fastest;
   }
   if (auto picks = r.choice("tuner_picks", false, {"algorithm", "algorithm_and_protocol"})) {
     tuning.tuner_picks_protocol = *picks == 1;
@@ -167,10 +182,10 @@ GpuSpec read_gpu(MapReader& parent) {
       auto it = std::find(kPrecisionNames.begin(), kPrecisionNames.end(), entry.key);
       if (it == kPrecisionNames.end()) {
         const std::string near = closest_match(entry.key, kPrecisionNames);
-        r.diags().error(entry.key_loc,
-                        fmt::format("unknown precision '{}' in '{}'{}", entry.key,
-                                    r.path_of("peak_flops"),
-                                    near.empty() ? "" : fmt::format(" (did you mean '{}'?)", near)));
+        r.diags().error(
+            entry.key_loc,
+            fmt::format("unknown precision '{}' in '{}'{}", entry.key, r.path_of("peak_flops"),
+                        near.empty() ? "" : fmt::format(" (did you mean '{}'?)", near)));
         continue;
       }
       if (auto rate = in_range(entry.value, path,
@@ -223,9 +238,8 @@ FabricSpec read_fabric(MapReader& parent, const LinkSpec& nic) {
   assign(fabric.kind, r.choice("type", true, {"fat_tree", "rail_optimized"}));
   assign(fabric.levels, r.integer("levels", true, 1));
   if (fabric.levels > 3) {
-    r.diags().error(r.get("levels", false)->loc,
-                    fmt::format("'{}' must be 1, 2 or 3, got {}", r.path_of("levels"),
-                                fabric.levels));
+    r.diags().error(r.get("levels", false)->loc, fmt::format("'{}' must be 1, 2 or 3, got {}",
+                                                             r.path_of("levels"), fabric.levels));
     fabric.levels = 3;
   }
   assign(fabric.radix, r.integer("radix", true, 2, 65536));
@@ -241,7 +255,8 @@ FabricSpec read_fabric(MapReader& parent, const LinkSpec& nic) {
     if (values.size() != fabric.oversubscription.size()) {
       r.diags().error(ratios->loc,
                       fmt::format("'{}' needs {} value(s), one per switch tier below the top, "
-                                  "got {}", path, fabric.oversubscription.size(), values.size()));
+                                  "got {}",
+                                  path, fabric.oversubscription.size(), values.size()));
     } else {
       for (size_t i = 0; i < values.size(); ++i) {
         // (A down:up port ratio.)
@@ -306,8 +321,10 @@ PlatformSpec read_platform(const ConfigNode& node, Diagnostics& diags) {
             std::vector<std::string> known(names.begin(), names.end());
             if (!names.count(name.scalar)) {
               const std::string near = closest_match(name.scalar, known);
-              diags.error(name.loc, fmt::format("unknown datacenter '{}'{}", name.scalar,
-                                                near.empty() ? "" : fmt::format(" (did you mean '{}'?)", near)));
+              diags.error(
+                  name.loc,
+                  fmt::format("unknown datacenter '{}'{}", name.scalar,
+                              near.empty() ? "" : fmt::format(" (did you mean '{}'?)", near)));
             }
             (end == 0 ? wan.from : wan.to) = name.scalar;
           }
@@ -384,8 +401,7 @@ WorkloadSpec read_workload(const ConfigNode& node, Diagnostics& diags) {
       assign(workload.parameters_per_layer,
              l.quantity("parameters", true, units::parse_count, limits::kLayerParameters));
       assign(workload.forward_flops_per_sample_per_layer,
-             l.quantity("forward_flops_per_sample", true, units::parse_flops,
-                        limits::kLayerFlops));
+             l.quantity("forward_flops_per_sample", true, units::parse_flops, limits::kLayerFlops));
       l.finish();
     }
   } else {
@@ -418,13 +434,12 @@ void read_run_settings(MapReader& r, Scenario& s) {
     assign(s.parallelism.sequence_parallel, p.boolean("sequence_parallel", false));
     assign(s.parallelism.data_parallel,
            p.choice("data_parallel", false, {"ddp", "zero1", "zero2", "fsdp"}));
-    assign(s.parallelism.schedule,
-           p.choice("schedule", false, {"gpipe", "1f1b", "interleaved"}));
+    assign(s.parallelism.schedule, p.choice("schedule", false, {"gpipe", "1f1b", "interleaved"}));
     assign(s.parallelism.virtual_stages, p.integer("virtual_stages", false, 1, 1024));
     if (const ConfigNode* list = p.list("stage_layers", false)) {
       for (size_t i = 0; i < list->items.size(); ++i) {
-        auto layers = read_quantity(list->items[i], p.path_of("stage_layers"), units::parse_count,
-                                    r.diags());
+        auto layers =
+            read_quantity(list->items[i], p.path_of("stage_layers"), units::parse_count, r.diags());
         if (layers && (*layers < 1 || *layers != std::floor(*layers) || *layers > 100000)) {
           r.diags().error(list->items[i].loc,
                           fmt::format("'{}.{}' must be a whole number of layers, at least 1",
@@ -439,8 +454,8 @@ void read_run_settings(MapReader& r, Scenario& s) {
         const ConfigNode& item = list->items[i];
         const std::string path = fmt::format("{}.{}", p.path_of("stage_times"), i);
         if (!item.is_map()) {
-          r.diags().error(item.loc, fmt::format("'{}' must be a map {{forward: TIME, backward: TIME}}",
-                                                path));
+          r.diags().error(
+              item.loc, fmt::format("'{}' must be a map {{forward: TIME, backward: TIME}}", path));
           continue;
         }
         MapReader t(item, path, r.diags());
@@ -457,15 +472,17 @@ void read_run_settings(MapReader& r, Scenario& s) {
       std::vector<ParallelDim> order;
       for (const auto& item : list->items) {
         auto it = std::find(names.begin(), names.end(), item.scalar);
-        if (it == names.end() || std::find(order.begin(), order.end(),
-                                           static_cast<ParallelDim>(it - names.begin())) != order.end()) {
+        if (it == names.end() ||
+            std::find(order.begin(), order.end(), static_cast<ParallelDim>(it - names.begin())) !=
+                order.end()) {
           break;
         }
         order.push_back(static_cast<ParallelDim>(it - names.begin()));
       }
       if (order.size() != 4 || list->items.size() != 4) {
         r.diags().error(list->loc, fmt::format("'{}' must list tp, cp, pp and dp once each, "
-                                               "innermost first", p.path_of("order")));
+                                               "innermost first",
+                                               p.path_of("order")));
       } else {
         s.parallelism.order = order;
       }
@@ -486,8 +503,9 @@ void read_run_settings(MapReader& r, Scenario& s) {
     if (const ConfigNode* list = m.list("deadlines", false)) {
       for (const auto& item : list->items) {
         if (!item.is_scalar()) {
-          r.diags().error(item.loc, "'simulation.deadlines' items must be durations ('12h') or "
-                                    "multiples of the deterministic job time ('1.1x')");
+          r.diags().error(item.loc,
+                          "'simulation.deadlines' items must be durations ('12h') or "
+                          "multiples of the deterministic job time ('1.1x')");
           continue;
         }
         std::string reason;
@@ -515,7 +533,8 @@ void read_run_settings(MapReader& r, Scenario& s) {
     assign(s.engine.step_fidelity_max_ranks, e.integer("step_fidelity_max_ranks", false, 2));
     assign(s.engine.step_fidelity_max_transfers,
            e.integer("step_fidelity_max_transfers", false, 1, kMaxInt64));
-    assign(s.engine.collective_algorithm, e.choice("collective_algorithm", false, algorithm_names()));
+    assign(s.engine.collective_algorithm,
+           e.choice("collective_algorithm", false, algorithm_names()));
     assign(s.engine.layer_collectives,
            e.choice("layer_collectives", false, {"auto", "network", "analytic"}));
     assign(s.engine.network_layer_collectives_max_calls,
@@ -555,8 +574,8 @@ void check_variability(const Scenario& s, Diagnostics& diags) {
   for (const SlowNodeSpec& slow : s.variability.slow_nodes) {
     auto check = [&](const char* what, int value, int limit, const char* owner = "job") {
       if (value >= limit) {
-        diags.error(slow.loc, fmt::format("slow node: {} {} does not exist (the {} has {})",
-                                          what, value, owner, limit));
+        diags.error(slow.loc, fmt::format("slow node: {} {} does not exist (the {} has {})", what,
+                                          value, owner, limit));
       }
     };
     if (slow.node >= 0) {
@@ -596,10 +615,11 @@ bool check_platform(const ConfigNode& root, const PlatformSpec& platform, Diagno
     const DatacenterSpec& dc = platform.datacenters[i];
     const int64_t nics = static_cast<int64_t>(dc.nodes) * platform.gpus_per_node;
     if (nics > capacity) {
-      diags.error(loc_of(root, fmt::format("platform.datacenters.{}.nodes", i)),
-                  fmt::format("datacenter '{}' has {} NICs but a {}-level fat-tree of radix {} "
-                              "holds at most {}", dc.name, nics, platform.fabric.levels,
-                              platform.fabric.radix, capacity));
+      diags.error(
+          loc_of(root, fmt::format("platform.datacenters.{}.nodes", i)),
+          fmt::format("datacenter '{}' has {} NICs but a {}-level fat-tree of radix {} "
+                      "holds at most {}",
+                      dc.name, nics, platform.fabric.levels, platform.fabric.radix, capacity));
     }
   }
   // Every pair of datacenters needs a direct WAN link (routes do not transit a third one).
@@ -613,8 +633,8 @@ bool check_platform(const ConfigNode& root, const PlatformSpec& platform, Diagno
                  (wan.from == dcs[j].name && wan.to == dcs[i].name);
       }
       if (count == 0) {
-        diags.error(at, fmt::format("no WAN link between datacenters '{}' and '{}'",
-                                    dcs[i].name, dcs[j].name));
+        diags.error(at, fmt::format("no WAN link between datacenters '{}' and '{}'", dcs[i].name,
+                                    dcs[j].name));
       } else if (count > 1) {
         diags.error(at, fmt::format("{} WAN links between datacenters '{}' and '{}'; give one",
                                     count, dcs[i].name, dcs[j].name));
@@ -633,15 +653,18 @@ void check_forced_algorithm(const ConfigNode& root, const Scenario& s, int dp_gr
   if (forced == Algorithm::direct) {
     diags.error(at, "collective_algorithm 'direct' cannot run the gradient all_reduce");
   } else if (forced == Algorithm::nvls && (!s.platform.nvls || dp_group > per_node)) {
-    diags.error(at, "collective_algorithm 'nvls' needs 'platform.node.nvls: true' and "
-                    "a data-parallel group inside one node");
+    diags.error(at,
+                "collective_algorithm 'nvls' needs 'platform.node.nvls: true' and "
+                "a data-parallel group inside one node");
   } else if (forced == Algorithm::nvls_tree && (!s.platform.nvls || dp_group <= per_node)) {
-    diags.error(at, "collective_algorithm 'nvls_tree' needs 'platform.node.nvls: true' and "
-                    "a data-parallel group across nodes");
+    diags.error(at,
+                "collective_algorithm 'nvls_tree' needs 'platform.node.nvls: true' and "
+                "a data-parallel group across nodes");
   } else if (forced == Algorithm::hierarchical &&
              (dp_group <= per_node || dp_group % per_node != 0)) {
-    diags.error(at, "collective_algorithm 'hierarchical' needs a data-parallel group "
-                    "of several whole nodes");
+    diags.error(at,
+                "collective_algorithm 'hierarchical' needs a data-parallel group "
+                "of several whole nodes");
   }
 }
 
@@ -684,7 +707,8 @@ void check_transformer(const ConfigNode& root, const Scenario& s, Diagnostics& d
   if (!p.stage_times.empty() && static_cast<int64_t>(p.stage_times.size()) != chunks) {
     diags.error(loc_of(root, "parallelism.stage_times"),
                 fmt::format("'parallelism.stage_times' must give {} stages (pp x virtual_stages); "
-                            "got {}", chunks, p.stage_times.size()));
+                            "got {}",
+                            chunks, p.stage_times.size()));
   }
   if (!p.stage_layers.empty()) {
     const int64_t sum = std::accumulate(p.stage_layers.begin(), p.stage_layers.end(), int64_t{0});
@@ -692,7 +716,8 @@ void check_transformer(const ConfigNode& root, const Scenario& s, Diagnostics& d
       diags.error(loc_of(root, "parallelism.stage_layers"),
                   fmt::format("'parallelism.stage_layers' must give {} stages (pp x "
                               "virtual_stages) summing to the model's {} layers; got {} "
-                              "summing to {}", chunks, m.layers, p.stage_layers.size(), sum));
+                              "summing to {}",
+                              chunks, m.layers, p.stage_layers.size(), sum));
     }
   } else if (m.layers % chunks != 0) {
     diags.error(at, fmt::format("model layers {} is not a multiple of pp x virtual_stages {}; "
@@ -703,27 +728,30 @@ void check_transformer(const ConfigNode& root, const Scenario& s, Diagnostics& d
   if (static_cast<double>(w.microbatch) * static_cast<double>(m.sequence) > 1e12) {
     diags.error(loc_of(root, "workload.microbatch"),
                 fmt::format("microbatch {} x sequence {} tokens is more than the 1e12 prismsim "
-                            "supports", w.microbatch, m.sequence));
+                            "supports",
+                            w.microbatch, m.sequence));
   }
   if (w.microbatch <= kMaxInt64 / p.dp && w.global_batch % (p.dp * w.microbatch) == 0) {
     const int64_t microbatches = w.global_batch / (p.dp * w.microbatch);
     if (p.schedule == PipelineSchedule::interleaved && microbatches % p.pp != 0) {
       diags.error(loc_of(root, "workload.global_batch"),
                   fmt::format("schedule 'interleaved' needs the {} microbatches per replica to "
-                              "be a multiple of pp {}", microbatches, p.pp));
+                              "be a multiple of pp {}",
+                              microbatches, p.pp));
     }
     // Programs are held in memory: a few ops per pass of every rank.
     const double passes = 2.0 * static_cast<double>(microbatches) * p.virtual_stages * p.ranks();
     if (passes > kMaxPassesPerStep) {
       diags.error(loc_of(root, "workload.global_batch"),
                   fmt::format("the job would run {:.3g} pipeline passes per step over all ranks; "
-                              "at most {:.3g} are supported", passes, kMaxPassesPerStep));
+                              "at most {:.3g} are supported",
+                              passes, kMaxPassesPerStep));
     }
   }
   if (w.fp8_gemms && !s.platform.gpu.peak_flops.count(Precision::fp8)) {
-    diags.error(loc_of(root, "workload.fp8_gemms"),
-                fmt::format("platform '{}' gives no peak_flops for precision 'fp8'",
-                            s.platform.name));
+    diags.error(
+        loc_of(root, "workload.fp8_gemms"),
+        fmt::format("platform '{}' gives no peak_flops for precision 'fp8'", s.platform.name));
   }
 }
 
@@ -735,7 +763,8 @@ void cross_check(const ConfigNode& root, const Scenario& s, Diagnostics& diags) 
   const int64_t product = static_cast<int64_t>(p.dp) * p.tp * p.pp * p.cp;
   if (p.gpus != 0 && product != p.gpus) {
     diags.error(at, fmt::format("parallel degrees dp {} x tp {} x pp {} x cp {} = {} do not match "
-                                "'parallelism.gpus' {}", p.dp, p.tp, p.pp, p.cp, product, p.gpus));
+                                "'parallelism.gpus' {}",
+                                p.dp, p.tp, p.pp, p.cp, product, p.gpus));
   }
   const int capacity = s.platform.total_gpus();
   if (product > capacity) {
@@ -748,7 +777,8 @@ void cross_check(const ConfigNode& root, const Scenario& s, Diagnostics& diags) 
     check_forced_algorithm(root, s, p.dp, diags);
     if (p.tp != 1 || p.pp != 1 || p.cp != 1) {
       diags.error(at, fmt::format("workload kind 'layer_stack' supports data parallelism only "
-                                  "(tp {}, pp {} and cp {} must be 1)", p.tp, p.pp, p.cp));
+                                  "(tp {}, pp {} and cp {} must be 1)",
+                                  p.tp, p.pp, p.cp));
     }
     for (const auto& key : kTransformerOnlyKeys) {
       if (root.find("parallelism")->find(key) != nullptr) {
@@ -764,7 +794,8 @@ void cross_check(const ConfigNode& root, const Scenario& s, Diagnostics& diags) 
   if (w.microbatch > kMaxInt64 / p.dp || w.global_batch % (p.dp * w.microbatch) != 0) {
     diags.error(loc_of(root, "workload.global_batch"),
                 fmt::format("'workload.global_batch' {} is not a multiple of dp {} x "
-                            "microbatch {}", w.global_batch, p.dp, w.microbatch));
+                            "microbatch {}",
+                            w.global_batch, p.dp, w.microbatch));
   } else if (const int64_t microbatches = w.global_batch / (p.dp * w.microbatch);
              microbatches > kMaxOpsPerStep / (2 * w.layers)) {
     diags.error(loc_of(root, "workload.global_batch"),
@@ -775,8 +806,8 @@ void cross_check(const ConfigNode& root, const Scenario& s, Diagnostics& diags) 
   check_variability(s, diags);
   if (!s.platform.gpu.peak_flops.empty() && !s.platform.gpu.peak_flops.count(w.precision)) {
     diags.error(loc_of(root, "workload.precision"),
-                fmt::format("platform '{}' gives no peak_flops for precision '{}'",
-                            s.platform.name, to_string(w.precision)));
+                fmt::format("platform '{}' gives no peak_flops for precision '{}'", s.platform.name,
+                            to_string(w.precision)));
   }
 }
 

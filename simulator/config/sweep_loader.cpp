@@ -1,11 +1,11 @@
 #include "config/sweep_loader.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <filesystem>
 #include <memory>
 #include <optional>
-
-#include <fmt/format.h>
 
 #include "config/config_tree.hpp"
 #include "config/map_reader.hpp"
@@ -48,9 +48,9 @@ std::optional<SweepAssignment> read_assignment(const ConfigNode& node, const std
     diags.error(node.loc, fmt::format("'{}' must be PATH=VALUE, got '{}'", where, node.scalar));
     return std::nullopt;
   }
-  return SweepAssignment{rebase_variability(node.scalar.substr(0, equals),
-                                            node.scalar.substr(equals + 1), base),
-                         node.scalar, node.loc, node.loc};
+  return SweepAssignment{
+      rebase_variability(node.scalar.substr(0, equals), node.scalar.substr(equals + 1), base),
+      node.scalar, node.loc, node.loc};
 }
 
 /// A `path` parameter: the values of one --set path.
@@ -83,8 +83,8 @@ void read_path_values(MapReader& p, const ConfigNode& path_node, const std::stri
     }
     parameter.values.push_back(value.scalar);
     parameter.assignments.push_back(
-        {SweepAssignment{rebase_variability(*path, value.scalar, base),
-                         *path + "=" + value.scalar, path_node.loc, value.loc}});
+        {SweepAssignment{rebase_variability(*path, value.scalar, base), *path + "=" + value.scalar,
+                         path_node.loc, value.loc}});
   }
 }
 
@@ -108,8 +108,8 @@ void read_variants(MapReader& p, const std::string& base, SweepParameter& parame
     }
     std::vector<SweepAssignment> assignments;
     for (size_t i = 0; i < entry.value.items.size(); ++i) {
-      const auto assignment = read_assignment(entry.value.items[i],
-                                              fmt::format("{}.{}", where, i), base, p.diags());
+      const auto assignment =
+          read_assignment(entry.value.items[i], fmt::format("{}.{}", where, i), base, p.diags());
       if (assignment) assignments.push_back(*assignment);
     }
     parameter.values.push_back(entry.key);
@@ -129,20 +129,22 @@ SweepParameter read_parameter(const ConfigNode& node, const std::string& where,
   if (!p.valid()) return parameter;
   if (path != nullptr && name != nullptr) {
     diags.error(node.loc, fmt::format("'{}' has both 'path' and 'name': give 'path' with "
-                                      "'values', or 'name' with 'variants'", where));
+                                      "'values', or 'name' with 'variants'",
+                                      where));
   } else if (path == nullptr && name == nullptr) {
     diags.error(node.loc, fmt::format("'{}' needs 'path' with 'values', or 'name' with "
-                                      "'variants'", where));
+                                      "'variants'",
+                                      where));
   } else if (path != nullptr) {
     if (variants != nullptr) {
-      diags.error(variants->loc, fmt::format("'{}' goes with 'name', not 'path'",
-                                             p.path_of("variants")));
+      diags.error(variants->loc,
+                  fmt::format("'{}' goes with 'name', not 'path'", p.path_of("variants")));
     }
     read_path_values(p, *path, base, parameter);
   } else {
     if (values != nullptr) {
-      diags.error(values->loc, fmt::format("'{}' goes with 'path', not 'name'",
-                                           p.path_of("values")));
+      diags.error(values->loc,
+                  fmt::format("'{}' goes with 'path', not 'name'", p.path_of("values")));
     }
     read_variants(p, base, parameter);
   }
@@ -181,13 +183,14 @@ void check_grid(const SweepSpec& spec, const SourceLoc& at, Diagnostics& diags) 
     if (parameter.column == "point" ||
         std::find(reserved.begin(), reserved.end(), parameter.column) != reserved.end()) {
       diags.error(parameter.loc, fmt::format("parameter name '{}' is a column of the table; "
-                                             "choose another", parameter.column));
+                                             "choose another",
+                                             parameter.column));
     }
     for (size_t j = 0; j < i; ++j) {
       if (spec.parameters[j].column == parameter.column) {
         diags.error(parameter.loc, fmt::format("'{}' is swept twice (also by 'parameters.{}' "
-                                               "at line {})", parameter.column, j,
-                                               spec.parameters[j].loc.line));
+                                               "at line {})",
+                                               parameter.column, j, spec.parameters[j].loc.line));
         break;
       }
     }
@@ -198,8 +201,9 @@ void check_grid(const SweepSpec& spec, const SourceLoc& at, Diagnostics& diags) 
       if (parameter.values.size() != first.values.size()) {
         diags.error(parameter.loc,
                     fmt::format("grid 'zip' needs the same number of values in every parameter: "
-                                "'{}' has {}, '{}' has {}", first.column, first.values.size(),
-                                parameter.column, parameter.values.size()));
+                                "'{}' has {}, '{}' has {}",
+                                first.column, first.values.size(), parameter.column,
+                                parameter.values.size()));
       }
     }
     return;
@@ -261,7 +265,8 @@ SweepSpec load_sweep(const std::string& path) {
   const ConfigNode root = load_yaml_file(path, SourceLoc{file, 1, 1}, diags);
   if (!root.is_map()) {
     diags.error(root.loc, fmt::format("a sweep file must be a map of keys (scenario, "
-                                      "parameters, ...), got {}", kind_name(root.kind)));
+                                      "parameters, ...), got {}",
+                                      kind_name(root.kind)));
     diags.throw_if_any();
   }
   SweepSpec spec;
@@ -274,8 +279,8 @@ SweepSpec load_sweep(const std::string& path) {
     spec.scenario_loc = root.find("scenario")->loc;
     spec.scenario = (std::filesystem::path(base) / *scenario).lexically_normal().string();
     if (const auto problem = regular_file_problem(spec.scenario)) {
-      diags.error(spec.scenario_loc, fmt::format("cannot read scenario {}: {}",
-                                                 quoted_path(spec.scenario), *problem));
+      diags.error(spec.scenario_loc,
+                  fmt::format("cannot read scenario {}: {}", quoted_path(spec.scenario), *problem));
     }
   }
   if (const ConfigNode* set = r.list("set", false)) {

@@ -12,8 +12,8 @@ namespace prismsim {
 struct SweepAssignment {
   std::string text;        ///< as applied: a relative `variability` file made relative to the sweep
   std::string as_written;  ///< as the user wrote it
-  SourceLoc path_loc;   ///< where PATH was written
-  SourceLoc value_loc;  ///< where VALUE was written (the same place for a whole "PATH=VALUE")
+  SourceLoc path_loc;      ///< where PATH was written
+  SourceLoc value_loc;     ///< where VALUE was written (the same place for a whole "PATH=VALUE")
 };
 
 /// One swept setting: a `--set` path with its values, or named variants of assignments.
@@ -29,11 +29,11 @@ struct SweepParameter {
 struct SweepSpec {
   enum class Grid { cartesian, zip };
 
-  std::string source;      ///< path of the sweep file
-  std::string name;        ///< `name`, or the file's stem
+  std::string source;               ///< path of the sweep file
+  std::string name;                 ///< `name`, or the file's stem
   std::string scenario_as_written;  ///< `scenario` as the user wrote it
-  std::string scenario;    ///< the scenario file, relative to the working directory
-  SourceLoc scenario_loc;  ///< where `scenario` was written
+  std::string scenario;             ///< the scenario file, relative to the working directory
+  SourceLoc scenario_loc;           ///< where `scenario` was written
   Grid grid = Grid::cartesian;
   std::vector<SweepAssignment> set;  ///< applied to every point before the grid's values
   std::vector<SweepParameter> parameters;

@@ -1,11 +1,11 @@
 #include "config/training_loader.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <set>
-
-#include <fmt/format.h>
 
 #include "config/map_reader.hpp"
 #include "config/scenario.hpp"
@@ -107,11 +107,10 @@ FailureComponentSpec read_component(const ConfigNode& node, const std::string& p
   }
   if (const ConfigNode* slowdown = r.get("slowdown", c.effect == FailureEffect::degrade)) {
     if (c.effect != FailureEffect::degrade) {
-      diags.error(slowdown->loc, fmt::format("'{}' applies to effect 'degrade' only",
-                                             r.path_of("slowdown")));
+      diags.error(slowdown->loc,
+                  fmt::format("'{}' applies to effect 'degrade' only", r.path_of("slowdown")));
     } else {
-      c.slowdown =
-          read_distribution_spec(*slowdown, r.path_of("slowdown"), limits::kFactor, diags);
+      c.slowdown = read_distribution_spec(*slowdown, r.path_of("slowdown"), limits::kFactor, diags);
     }
   }
   if (c.effect == FailureEffect::degrade && !c.has_detect && r.valid()) {
@@ -130,9 +129,8 @@ void read_failures(MapReader& parent, ResilienceSpec& s) {
   if (const ConfigNode* scale = r.get("scale", false)) {
     const auto v = scale->is_scalar() ? parse_number(scale->scalar) : std::nullopt;
     if (!v || !std::isfinite(*v) || *v < 0) {
-      r.diags().error(scale->loc,
-                      fmt::format("'{}' must be a finite number at least 0, got '{}'",
-                                  r.path_of("scale"), scale->scalar));
+      r.diags().error(scale->loc, fmt::format("'{}' must be a finite number at least 0, got '{}'",
+                                              r.path_of("scale"), scale->scalar));
     } else {
       s.rate_scale = *v;
     }
@@ -215,8 +213,8 @@ void read_checkpoint(MapReader& parent, ResilienceSpec& s) {
       }
     } else if (auto seconds = read_quantity(*interval, path, units::parse_duration, diags)) {
       if (*seconds <= 0) {
-        diags.error(interval->loc, fmt::format("'{}' must be positive, got '{}'", path,
-                                               interval->scalar));
+        diags.error(interval->loc,
+                    fmt::format("'{}' must be positive, got '{}'", path, interval->scalar));
       } else {
         c.interval_s = *seconds;
       }
@@ -289,14 +287,14 @@ TrainLengthSpec read_train_length(const ConfigNode& node, const std::string& pat
   int given = 0;
   for (const char* key : {"steps", "tokens", "until"}) given += r.get(key, false) != nullptr;
   if (given != 1 && r.valid()) {
-    diags.error(node.loc, fmt::format("'{}' needs exactly one of 'steps', 'tokens' and 'until'",
-                                      path));
+    diags.error(node.loc,
+                fmt::format("'{}' needs exactly one of 'steps', 'tokens' and 'until'", path));
   }
   if (const ConfigNode* steps = r.get("steps", false)) {
     if (auto v = r.quantity("steps", false, units::parse_count)) {
       if (*v < 1) {
-        diags.error(steps->loc, fmt::format("'{}' must be at least 1, got '{}'",
-                                            r.path_of("steps"), steps->scalar));
+        diags.error(steps->loc, fmt::format("'{}' must be at least 1, got '{}'", r.path_of("steps"),
+                                            steps->scalar));
       } else if (*v != std::floor(*v) || *v > 1e15) {
         diags.error(steps->loc, fmt::format("'{}' must be a whole number, got '{}'",
                                             r.path_of("steps"), steps->scalar));
@@ -326,8 +324,8 @@ TrainLengthSpec read_train_length(const ConfigNode& node, const std::string& pat
       if (d && *d > 0) {
         t.deadlines_s.push_back(*d);
       } else if (d) {
-        diags.error(item.loc, fmt::format("'{}' must be positive durations",
-                                          r.path_of("deadlines")));
+        diags.error(item.loc,
+                    fmt::format("'{}' must be positive durations", r.path_of("deadlines")));
       }
     }
     if (t.kind == TrainLengthSpec::Kind::until && !list->items.empty()) {
@@ -358,13 +356,15 @@ void check_training(Scenario& s, Diagnostics& diags) {
   TrainLengthSpec& t = s.train;
   const ResilienceSpec& res = s.resilience;
   if (res.present && !t.active()) {
-    diags.error(res.loc, "'resilience' needs a run length: 'simulation.train' with 'steps', "
-                         "'tokens' or 'until'");
+    diags.error(res.loc,
+                "'resilience' needs a run length: 'simulation.train' with 'steps', "
+                "'tokens' or 'until'");
   }
   if (t.tokens > 0) {
     if (s.workload.kind != WorkloadKind::transformer) {
-      diags.error(t.loc, "'simulation.train.tokens' needs a transformer workload (a layer stack "
-                         "has no sequence length); give 'steps'");
+      diags.error(t.loc,
+                  "'simulation.train.tokens' needs a transformer workload (a layer stack "
+                  "has no sequence length); give 'steps'");
     } else {
       const double per_step = static_cast<double>(s.workload.global_batch) *
                               static_cast<double>(s.workload.model.sequence);

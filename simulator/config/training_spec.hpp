@@ -17,9 +17,9 @@ struct TrainLengthSpec {
   int64_t steps = 0;   ///< steps: full-size steps of work to do
   double tokens = 0;   ///< > 0 when the length was given in tokens (steps = ceil(tokens / batch))
   double until_s = 0;  ///< until: the wall-clock length of the run, s
-  int replications = 1000;  ///< Monte Carlo replications of the whole run
+  int replications = 1000;          ///< Monte Carlo replications of the whole run
   std::vector<double> deadlines_s;  ///< wall-clock deadlines whose P(finish by) is reported
-  SourceLoc loc;  ///< of `simulation.train`
+  SourceLoc loc;                    ///< of `simulation.train`
 
   bool active() const { return kind != Kind::none; }
 };
@@ -56,14 +56,14 @@ struct CheckpointSpec {
   int64_t interval_steps = 0;  ///< > 0: every this many steps
   double interval_s = 0;       ///< > 0: every this long, turned into steps at the mean step time
   SourceLoc interval_loc;
-  double size_bytes = 0;       ///< checkpoint size (for write and load times), bytes
-  double write_Bps = 0;        ///< storage write bandwidth, bytes/s
-  double read_Bps = 0;         ///< storage read bandwidth (load at restart), bytes/s
-  double write_s = 0;          ///< time to write one checkpoint, s
-  double load_s = 0;           ///< time to load one at restart, s
-  bool async = false;          ///< the write overlaps training (after a blocking snapshot)
-  double snapshot_s = 0;       ///< async: training stops this long to copy the state aside, s
-  double async_slowdown = 1;   ///< async: step-time factor while a write is in progress
+  double size_bytes = 0;      ///< checkpoint size (for write and load times), bytes
+  double write_Bps = 0;       ///< storage write bandwidth, bytes/s
+  double read_Bps = 0;        ///< storage read bandwidth (load at restart), bytes/s
+  double write_s = 0;         ///< time to write one checkpoint, s
+  double load_s = 0;          ///< time to load one at restart, s
+  bool async = false;         ///< the write overlaps training (after a blocking snapshot)
+  double snapshot_s = 0;      ///< async: training stops this long to copy the state aside, s
+  double async_slowdown = 1;  ///< async: step-time factor while a write is in progress
 };
 
 /// Failures, recovery and checkpointing of a whole training run (the scenario's `resilience:`).

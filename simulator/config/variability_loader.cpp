@@ -1,12 +1,12 @@
 #include "config/variability_loader.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
-#include <sstream>
 #include <limits>
 #include <memory>
-
-#include <fmt/format.h>
+#include <sstream>
 
 #include "config/map_reader.hpp"
 #include "core/files.hpp"
@@ -227,7 +227,8 @@ DistributionSpec read_mixture(const ConfigNode& list, const std::string& path,
       const auto w = entry.value.is_scalar() ? parse_number(entry.value.scalar) : std::nullopt;
       if (!w || !(*w > 0) || !(*w <= kMaxMixtureWeight)) {
         diags.error(entry.value.loc, fmt::format("'{}.weight' must be a positive number, at "
-                                                 "most {}", item_path, kMaxMixtureWeight));
+                                                 "most {}",
+                                                 item_path, kMaxMixtureWeight));
       } else {
         weight = *w;
       }
@@ -339,8 +340,8 @@ template <typename Spec>
 void read_place(MapReader& r, const char* id_key, int& id, Spec& spec) {
   const bool by_id = r.get(id_key, false) != nullptr;
   const bool by_rank = r.get("rank", false) != nullptr;
-  const bool by_coords = r.get("stage", false) || r.get("replica", false) ||
-                         r.get("tp", false) || r.get("cp", false);
+  const bool by_coords =
+      r.get("stage", false) || r.get("replica", false) || r.get("tp", false) || r.get("cp", false);
   if (by_id + by_rank + by_coords != 1) {
     r.diags().error(r.loc(), fmt::format("'{}' needs exactly one of '{}', 'rank', or grid "
                                          "coordinates ('stage', 'replica', 'tp', 'cp')",
@@ -367,8 +368,8 @@ void read_slow_gpus(MapReader& parent, VariabilitySpec& v) {
     slow.forward = distribution_at(r, "forward");
     slow.backward = distribution_at(r, "backward");
     if (!r.get("slowdown", false) && !slow.forward && !slow.backward) {
-      r.diags().error(r.loc(), fmt::format("'{}' needs 'slowdown', 'forward' or 'backward'",
-                                           r.path()));
+      r.diags().error(r.loc(),
+                      fmt::format("'{}' needs 'slowdown', 'forward' or 'backward'", r.path()));
     }
     r.finish();
     v.slow_gpus.push_back(slow);
@@ -390,9 +391,9 @@ void read_levels(MapReader& parent, VariabilitySpec& v) {
   if (auto forward = distribution_at(r, "forward_pass")) l.forward_pass = forward;
   if (auto backward = distribution_at(r, "backward_pass")) l.backward_pass = backward;
   if (r.get("pass", false) && (r.get("forward_pass", false) || r.get("backward_pass", false))) {
-    r.diags().error(r.get("pass", false)->loc,
-                    fmt::format("'{}' takes 'pass' or 'forward_pass'/'backward_pass', not both",
-                                r.path()));
+    r.diags().error(
+        r.get("pass", false)->loc,
+        fmt::format("'{}' takes 'pass' or 'forward_pass'/'backward_pass', not both", r.path()));
   }
   r.finish();
 }
@@ -401,8 +402,8 @@ void read_host_variation(MapReader& parent, VariabilitySpec& v) {
   const ConfigNode* node = parent.map("host", false);
   if (node == nullptr) return;
   MapReader r(*node, parent.path_of("host"), parent.diags());
-  for (const auto& [key, field] : {std::pair{"launch_gap", &v.host.launch_gap_s},
-                                   std::pair{"step", &v.host.step_s}}) {
+  for (const auto& [key, field] :
+       {std::pair{"launch_gap", &v.host.launch_gap_s}, std::pair{"step", &v.host.step_s}}) {
     if (const ConfigNode* d = r.get(key, false)) {
       *field = read_duration_distribution(*d, r.path_of(key), r.diags());
     }
@@ -451,8 +452,7 @@ void read_thermal(MapReader& parent, VariabilitySpec& v) {
   v.has_thermal = true;
   assign(t.ambient_c, distribution_at(r, "ambient_c", limits::kTemperature));
   if (auto per = r.choice("ambient_per", false, {"node", "rack"})) t.ambient_per_rack = *per == 1;
-  assign(t.resistance_c_per_w,
-         r.number("resistance_c_per_w", false, limits::kThermalResistance));
+  assign(t.resistance_c_per_w, r.number("resistance_c_per_w", false, limits::kThermalResistance));
   assign(t.time_constant_s,
          r.quantity("time_constant", false, units::parse_duration, limits::kTimeConstant));
   assign(t.idle_power_w, r.number("idle_power_w", false, limits::kPower));
@@ -478,8 +478,8 @@ void read_network(MapReader& parent, VariabilitySpec& v) {
   MapReader r(*node, parent.path_of("network"), parent.diags());
   constexpr CommScope kScopes[] = {CommScope::intra_node, CommScope::inter_node,
                                    CommScope::cross_datacenter};
-  for (const auto& [key, by_scope] : {std::pair{"jitter", &v.jitter},
-                                       std::pair{"transfer_jitter", &v.transfer_jitter}}) {
+  for (const auto& [key, by_scope] :
+       {std::pair{"jitter", &v.jitter}, std::pair{"transfer_jitter", &v.transfer_jitter}}) {
     const ConfigNode* jitter = r.map(key, false);
     if (jitter == nullptr) continue;
     MapReader j(*jitter, r.path_of(key), r.diags());
@@ -487,13 +487,13 @@ void read_network(MapReader& parent, VariabilitySpec& v) {
       if (auto d = distribution_at(j, to_string(scope))) (*by_scope)[scope] = *d;
     }
     // Collective jitter per operation: in every scope, or a map by scope.
-    for (const std::string& name : std::string(key) == "jitter" ? collective_op_names()
-                                                                : std::vector<std::string>{}) {
+    for (const std::string& name :
+         std::string(key) == "jitter" ? collective_op_names() : std::vector<std::string>{}) {
       const ConfigNode* op_node = j.get(name, false);
       if (op_node == nullptr) continue;
       const CollectiveOp op = *parse_collective_op(name);
-      const bool by_op_scope = op_node->is_map() &&
-                               (op_node->find("intra_node") || op_node->find("inter_node") ||
+      const bool by_op_scope =
+          op_node->is_map() && (op_node->find("intra_node") || op_node->find("inter_node") ||
                                 op_node->find("cross_datacenter"));
       if (by_op_scope) {
         MapReader o(*op_node, j.path_of(name), r.diags());

@@ -80,9 +80,9 @@ struct ThermalSpec {
 /// A slow GPU (what-if): named by GPU id, by rank, or by grid coordinates (as a slow node), with
 /// the slowdown of its compute and optionally other ones for its forward and backward passes.
 struct SlowGpuSpec {
-  int gpu = -1;                                ///< >= 0: this GPU
-  int rank = -1;                               ///< >= 0: the GPU of this rank
-  int stage = 0, replica = 0, tp = 0, cp = 0;  ///< used when gpu and rank are -1
+  int gpu = -1;                                                  ///< >= 0: this GPU
+  int rank = -1;                                                 ///< >= 0: the GPU of this rank
+  int stage = 0, replica = 0, tp = 0, cp = 0;                    ///< used when gpu and rank are -1
   DistributionSpec slowdown = DistributionSpec::constant_at(1);  ///< drawn once per run
   std::optional<DistributionSpec> forward, backward;  ///< of its passes, instead of `slowdown`
   SourceLoc loc;
@@ -91,10 +91,10 @@ struct SlowGpuSpec {
 /// Random effects at the levels of a training job (docs/variability.md, "Levels"): slowdowns of
 /// compute, each drawn once per unit of its level and shared by everything the unit holds.
 struct LevelsSpec {
-  std::optional<DistributionSpec> run;         ///< per run, every GPU (placement, cluster state)
-  std::optional<DistributionSpec> step;        ///< per step, every GPU (host, data, network)
-  std::optional<DistributionSpec> node_step;   ///< per step and node
-  std::optional<DistributionSpec> gpu_step;    ///< per step and GPU (clock, thermal state)
+  std::optional<DistributionSpec> run;        ///< per run, every GPU (placement, cluster state)
+  std::optional<DistributionSpec> step;       ///< per step, every GPU (host, data, network)
+  std::optional<DistributionSpec> node_step;  ///< per step and node
+  std::optional<DistributionSpec> gpu_step;   ///< per step and GPU (clock, thermal state)
   /// Per step, data-parallel replica and microbatch: every stage's forward and backward pass of
   /// that microbatch (its data: sequence lengths of packed samples).
   std::optional<DistributionSpec> microbatch;

@@ -1,8 +1,8 @@
 #include "core/diagnostics.hpp"
 
-#include <algorithm>
-
 #include <fmt/format.h>
+
+#include <algorithm>
 
 #include "core/sha256.hpp"
 

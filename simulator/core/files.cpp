@@ -1,6 +1,7 @@
 #include "core/files.hpp"
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -10,8 +11,6 @@
 #include <cstring>
 #include <fstream>
 #include <stdexcept>
-
-#include <fmt/format.h>
 
 namespace prismsim {
 namespace {
@@ -157,8 +156,8 @@ void write_file(const std::filesystem::path& path, const std::string& text) {
 
 std::string quoted_path(const std::string& path) {
   std::string shown;  // control characters (a NUL among them) as \xNN
-  for (const char c : path.size() <= 120 ? path : path.substr(0, 50) + "..." +
-                                                      path.substr(path.size() - 50)) {
+  for (const char c :
+       path.size() <= 120 ? path : path.substr(0, 50) + "..." + path.substr(path.size() - 50)) {
     if (static_cast<unsigned char>(c) < 0x20) {
       shown += fmt::format("\\x{:02x}", static_cast<unsigned>(c));
     } else {

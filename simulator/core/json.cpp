@@ -1,10 +1,10 @@
 #include "core/json.hpp"
 
+#include <fmt/format.h>
+
 #include <cassert>
 #include <cmath>
 #include <ostream>
-
-#include <fmt/format.h>
 
 namespace prismsim {
 
@@ -127,10 +127,18 @@ std::string json_string(std::string_view text) {
   std::string out = "\"";
   for (char c : text) {
     switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\t': out += "\\t"; break;
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
       default:
         if (static_cast<unsigned char>(c) < 0x20) {
           out += fmt::format("\\u{:04x}", static_cast<unsigned>(c));

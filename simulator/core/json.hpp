@@ -36,8 +36,7 @@ class JsonWriter {
   JsonWriter& value(double number);
   JsonWriter& value(bool flag);
   template <std::integral T>
-    requires(!std::same_as<T, bool>)
-  JsonWriter& value(T number) {
+  requires(!std::same_as<T, bool>) JsonWriter& value(T number) {
     return raw(std::to_string(number));
   }
   JsonWriter& null();

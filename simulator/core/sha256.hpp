@@ -24,8 +24,8 @@ class Sha256 {
 
   std::array<uint32_t, 8> state_;
   std::array<uint8_t, 64> block_{};
-  size_t filled_ = 0;       ///< bytes in block_
-  uint64_t length_ = 0;     ///< message bytes so far
+  size_t filled_ = 0;    ///< bytes in block_
+  uint64_t length_ = 0;  ///< message bytes so far
   bool finished_ = false;
 };
 

@@ -1,11 +1,11 @@
 #include "core/text.hpp"
 
+#include <fmt/format.h>
+
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
 #include <sstream>
-
-#include <fmt/format.h>
 
 namespace prismsim {
 

@@ -26,7 +26,7 @@ std::optional<double> parse_distance_km(std::string_view text, std::string* erro
 std::optional<double> parse_count(std::string_view text, std::string* error);
 /// A deadline: a duration ("12h") in seconds, or a multiple of a reference ("1.1x").
 struct Deadline {
-  double seconds = 0;  ///< absolute, when `multiple` is 0
+  double seconds = 0;   ///< absolute, when `multiple` is 0
   double multiple = 0;  ///< of the deterministic job time, when not 0
 };
 std::optional<Deadline> parse_deadline(std::string_view text, std::string* error);

@@ -1,11 +1,10 @@
 #include "montecarlo/replications.hpp"
 
+#include <fmt/format.h>
 #include <sys/wait.h>
 
 #include <cstdio>
 #include <cstring>
-
-#include <fmt/format.h>
 
 #include "core/seeds.hpp"
 #include "montecarlo/process_pool.hpp"
@@ -36,8 +35,10 @@ int simulate_run(Simulation& simulation, const Replication& replication, uint64_
   record.send(fd);
   const int steps = simulation.scenario().simulation.steps;
   if (result.steps_completed < steps) {
-    std::fprintf(stderr, "prismsim: error: the simulation stopped after %d of %d steps "
-                         "(ranks deadlocked)\n", result.steps_completed, steps);
+    std::fprintf(stderr,
+                 "prismsim: error: the simulation stopped after %d of %d steps "
+                 "(ranks deadlocked)\n",
+                 result.steps_completed, steps);
     return 3;
   }
   return 0;
@@ -67,9 +68,9 @@ void collect(const TaskResult& result, RunRecord& record, int steps) {
       static_cast<int>(record.step_times_s.size()) == steps) {
     record.ok = true;
   } else if (WIFSIGNALED(status)) {
-    record.error = fmt::format("run {} was killed by signal {} ({}) after {} step(s)", record.run,
-                               WTERMSIG(status), strsignal(WTERMSIG(status)),
-                               record.step_times_s.size());
+    record.error =
+        fmt::format("run {} was killed by signal {} ({}) after {} step(s)", record.run,
+                    WTERMSIG(status), strsignal(WTERMSIG(status)), record.step_times_s.size());
   } else {
     record.error = fmt::format("run {} failed after {} of {} step(s)", record.run,
                                record.step_times_s.size(), steps);

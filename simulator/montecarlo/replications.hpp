@@ -26,8 +26,8 @@ struct RunRecord {
 struct Replication {
   int run = 0;
   const VariationModel* variation = nullptr;  ///< null: the deterministic run
-  bool rank_times = false;           ///< send back where each rank's time went
-  RunObserver* observer = nullptr;   ///< also watches the run, in its process (a trace)
+  bool rank_times = false;                    ///< send back where each rank's time went
+  RunObserver* observer = nullptr;            ///< also watches the run, in its process (a trace)
 };
 
 /// Runs `runs` 0 .. runs-1, all with `variation`.
@@ -40,10 +40,9 @@ std::vector<Replication> replications(int runs, const VariationModel* variation)
 /// ended with the steps they streamed, runs never started keep an empty record; `*stop_signal`
 /// then names the signal (else 0). `on_run_done(done, total)` is called after each run is gathered,
 /// `on_record` with its record (in completion order).
-std::vector<RunRecord> run_replications(Simulation& simulation,
-                                        const std::vector<Replication>& replications,
-                                        uint64_t base_seed, int jobs, int* stop_signal = nullptr,
-                                        const std::function<void(int, int)>& on_run_done = {},
-                                        const std::function<void(const RunRecord&)>& on_record = {});
+std::vector<RunRecord> run_replications(
+    Simulation& simulation, const std::vector<Replication>& replications, uint64_t base_seed,
+    int jobs, int* stop_signal = nullptr, const std::function<void(int, int)>& on_run_done = {},
+    const std::function<void(const RunRecord&)>& on_record = {});
 
 }  // namespace prismsim

@@ -1,12 +1,12 @@
 #include "platform/sim_platform.hpp"
 
-#include <memory>
-#include <string>
+#include <xbt/log.h>
 
+#include <memory>
 #include <simgrid/kernel/routing/NetPoint.hpp>
 #include <simgrid/kernel/routing/NetZoneImpl.hpp>
 #include <simgrid/s4u.hpp>
-#include <xbt/log.h>
+#include <string>
 
 namespace prismsim {
 namespace {

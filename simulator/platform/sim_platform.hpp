@@ -1,8 +1,8 @@
 #pragma once
 
-#include <vector>
-
 #include <simgrid/forward.h>
+
+#include <vector>
 
 #include "platform/topology.hpp"
 

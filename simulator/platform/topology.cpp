@@ -1,10 +1,10 @@
 #include "platform/topology.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cassert>
 #include <stdexcept>
-
-#include <fmt/format.h>
 
 namespace prismsim {
 
@@ -83,7 +83,8 @@ Topology::Topology(const PlatformSpec& spec)
     const double path_Bps = wan.path_bandwidth_Bps * wan.link.efficiency;
     for (auto [from, to] : {std::pair{a, b}, std::pair{b, a}}) {
       wan_path_out_[from * dcs + to] = static_cast<int>(links_.size());
-      links_.insert(links_.end(), static_cast<size_t>(dc_first_gpu_[from + 1] - dc_first_gpu_[from]),
+      links_.insert(links_.end(),
+                    static_cast<size_t>(dc_first_gpu_[from + 1] - dc_first_gpu_[from]),
                     TopologyLink{path_Bps, 0.0});
       wan_path_in_[from * dcs + to] = static_cast<int>(links_.size());
       links_.insert(links_.end(), static_cast<size_t>(dc_first_gpu_[to + 1] - dc_first_gpu_[to]),
@@ -105,8 +106,8 @@ CommScope Topology::scope_of(const std::vector<int>& gpus) const {
 }
 
 int Topology::nodes_per_leaf() const {
-  const int64_t nodes = kind_ == FabricKind::rail_optimized ? nics_per_leaf_
-                                                             : nics_per_leaf_ / gpus_per_node_;
+  const int64_t nodes =
+      kind_ == FabricKind::rail_optimized ? nics_per_leaf_ : nics_per_leaf_ / gpus_per_node_;
   return static_cast<int>(std::max<int64_t>(1, nodes));
 }
 
@@ -135,9 +136,7 @@ int64_t Topology::leaf_of(int gpu) const {
   return (nic % gpus_per_node_) * leaves_per_rail + (nic / gpus_per_node_) / nics_per_leaf_;
 }
 
-int64_t Topology::group_of(int gpu, int tier) const {
-  return leaf_of(gpu) / leaves_below_[tier];
-}
+int64_t Topology::group_of(int gpu, int tier) const { return leaf_of(gpu) / leaves_below_[tier]; }
 
 int Topology::bundle(int dc, int tier, int64_t group, bool up) const {
   return bundle_base_[dc][tier] + static_cast<int>(2 * group) + (up ? 0 : 1);
@@ -174,7 +173,8 @@ void Topology::route(int src, int dst, std::vector<int>& out) const {
       out.push_back(wan_path_out_[pair] + src - dc_first_gpu_[a.datacenter]);
     }
     out.push_back(wan);
-    if (wan_path_in_[pair] >= 0) out.push_back(wan_path_in_[pair] + dst - dc_first_gpu_[b.datacenter]);
+    if (wan_path_in_[pair] >= 0)
+      out.push_back(wan_path_in_[pair] + dst - dc_first_gpu_[b.datacenter]);
     for (int tier = levels_ - 1; tier >= 1; --tier) {
       out.push_back(bundle(b.datacenter, tier, group_of(dst, tier), false));
     }

@@ -86,10 +86,10 @@ class Topology {
   int levels_ = 1;
   FabricKind kind_ = FabricKind::fat_tree;
   int64_t nics_per_leaf_ = 1;
-  std::vector<int64_t> leaves_below_;        ///< per tier: leaves under one switch of that tier
-  std::vector<int> dc_first_gpu_;            ///< per datacenter, plus the total at the end
+  std::vector<int64_t> leaves_below_;          ///< per tier: leaves under one switch of that tier
+  std::vector<int> dc_first_gpu_;              ///< per datacenter, plus the total at the end
   std::vector<std::vector<int>> bundle_base_;  ///< [dc][tier] first link id of that tier's bundles
-  std::vector<int> wan_link_;                ///< [from * dcs + to] link id, or -1
+  std::vector<int> wan_link_;                  ///< [from * dcs + to] link id, or -1
   /// [from * dcs + to]: first of the per-GPU WAN paths out of `from` (one per GPU of `from`, in
   /// GPU order), then into `to` (one per GPU of `to`); -1 without paths
   std::vector<int> wan_path_out_, wan_path_in_;

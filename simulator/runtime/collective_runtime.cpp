@@ -4,10 +4,9 @@
 #include <cassert>
 #include <cmath>
 #include <limits>
-#include <string>
-
 #include <simgrid/s4u/Actor.hpp>
 #include <simgrid/s4u/Comm.hpp>
+#include <string>
 
 namespace prismsim {
 namespace sg4 = simgrid::s4u;
@@ -73,8 +72,8 @@ sg4::Mailbox* GroupRuntime::edge(int from, int to, int mailboxes) {
   return mailbox;
 }
 
-const PreparedCollective& GroupRuntime::prepare(CollectiveOp op, double bytes,
-                                                Algorithm algorithm, int root) {
+const PreparedCollective& GroupRuntime::prepare(CollectiveOp op, double bytes, Algorithm algorithm,
+                                                int root) {
   const auto key = std::make_tuple(static_cast<int>(op), bytes, static_cast<int>(algorithm), root);
   auto found = prepared_.find(key);
   if (found != prepared_.end()) return found->second;
@@ -101,10 +100,10 @@ const PreparedCollective& GroupRuntime::prepare(CollectiveOp op, double bytes,
       }
     }
   }
-  call.coarse = engine_.collective_fidelity == CollectiveFidelity::coarse ||
-                (engine_.collective_fidelity == CollectiveFidelity::automatic &&
-                 (n > engine_.step_fidelity_max_ranks ||
-                  transfers > engine_.step_fidelity_max_transfers));
+  call.coarse =
+      engine_.collective_fidelity == CollectiveFidelity::coarse ||
+      (engine_.collective_fidelity == CollectiveFidelity::automatic &&
+       (n > engine_.step_fidelity_max_ranks || transfers > engine_.step_fidelity_max_transfers));
   return prepared_.emplace(key, std::move(call)).first->second;
 }
 

@@ -3,11 +3,10 @@
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <tuple>
-#include <vector>
-
 #include <simgrid/s4u/Barrier.hpp>
 #include <simgrid/s4u/Mailbox.hpp>
+#include <tuple>
+#include <vector>
 
 #include "collectives/cost_model.hpp"
 #include "collectives/plan.hpp"

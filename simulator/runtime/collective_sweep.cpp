@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <numeric>
-
 #include <simgrid/s4u.hpp>
 
 #include "platform/sim_platform.hpp"

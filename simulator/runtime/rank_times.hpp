@@ -9,11 +9,11 @@ namespace prismsim {
 
 /// Where one rank's compute stream spent a run, in seconds.
 struct RankTimes {
-  double compute_s = 0;        ///< kernels (fused executions), without analytic collectives
+  double compute_s = 0;           ///< kernels (fused executions), without analytic collectives
   double layer_collective_s = 0;  ///< analytic tensor/context-parallel collectives in the compute
-  double collective_s = 0;     ///< blocking collectives in the network
-  double pipeline_wait_s = 0;  ///< receiving activations or gradients (the pipeline bubble)
-  double stream_wait_s = 0;    ///< waiting for another stream (gradient reduction, gathers)
+  double collective_s = 0;        ///< blocking collectives in the network
+  double pipeline_wait_s = 0;     ///< receiving activations or gradients (the pipeline bubble)
+  double stream_wait_s = 0;       ///< waiting for another stream (gradient reduction, gathers)
 };
 
 /// Adds up where each rank's compute stream (stream 0) spent the run; a rank that is not

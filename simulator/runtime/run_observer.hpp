@@ -14,7 +14,7 @@ struct ComputeSpan {
   double start_s = 0;
   double end_s = 0;
   const std::vector<const Op*>* ops = nullptr;  ///< the compute ops, in order
-  double nominal_s = 0;        ///< their durations without variation
+  double nominal_s = 0;                         ///< their durations without variation
   double communication_s = 0;  ///< part of the span in analytic (layer) collectives
   /// With RunObserver::wants_kernels: each lockstep member's duration of every kernel of `ops` in
   /// order (a plain op is one kernel); null without variation (kernels then run at their nominal

@@ -1,11 +1,11 @@
 #include "runtime/simulation.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cassert>
-#include <string>
-
-#include <fmt/format.h>
 #include <simgrid/s4u.hpp>
+#include <string>
 
 #include "core/overloaded.hpp"
 #include "platform/sim_platform.hpp"
@@ -79,9 +79,8 @@ int Simulation::position_in(GroupId group, int rank) const {
                      static_cast<std::ptrdiff_t>(membership_begin_[static_cast<size_t>(rank)]);
   const auto end = memberships_.begin() +
                    static_cast<std::ptrdiff_t>(membership_begin_[static_cast<size_t>(rank) + 1]);
-  const auto it = std::lower_bound(begin, end, group, [](const auto& membership, GroupId g) {
-    return membership.first < g;
-  });
+  const auto it = std::lower_bound(
+      begin, end, group, [](const auto& membership, GroupId g) { return membership.first < g; });
   assert(it != end && it->first == group && "a rank only runs collectives of its groups");
   return it->second;
 }
@@ -144,7 +143,7 @@ class Simulation::Run {
   const Job& job_;
   const RunRequest& request_;
   const StepCallback& on_step_;
-  std::unique_ptr<RunVariation> variation_;  ///< this run's draws, when variation is active
+  std::unique_ptr<RunVariation> variation_;          ///< this run's draws, when variation is active
   std::vector<std::vector<RunObserver*>> watchers_;  ///< per rank: observers watching it
   std::vector<char> kernels_wanted_;                 ///< per rank: some watcher wants kernels
   std::vector<RankEvents> events_;                   ///< per rank
@@ -155,8 +154,7 @@ class Simulation::Run {
   RunResult result_;
 };
 
-Simulation::Run::Run(Simulation& simulation, const RunRequest& request,
-                     const StepCallback& on_step)
+Simulation::Run::Run(Simulation& simulation, const RunRequest& request, const StepCallback& on_step)
     : sim_(simulation), job_(simulation.job_), request_(request), on_step_(on_step) {
   const int ranks = job_.rank_count();
   events_.resize(static_cast<size_t>(ranks));
@@ -206,8 +204,8 @@ RunResult Simulation::Run::simulate() {
     }
     sg4::Host* host = sim_.hosts_[static_cast<size_t>(job_.gpu_of_rank[static_cast<size_t>(rank)])];
     for (int stream = 0; stream < static_cast<int>(program.streams.size()); ++stream) {
-      const std::string name = stream == 0 ? "rank" + std::to_string(rank)
-                                           : fmt::format("rank{}.{}", rank, stream);
+      const std::string name =
+          stream == 0 ? "rank" + std::to_string(rank) : fmt::format("rank{}.{}", rank, stream);
       sg4::Actor::create(name, host, [this, rank, stream] { stream_main(rank, stream); });
     }
   }
@@ -239,7 +237,8 @@ void Simulation::Run::stream_main(int rank, int stream) {
       auto it =
           std::find_if(seen.begin(), seen.end(), [&](const auto& e) { return e.first == edge; });
       if (it != seen.end()) return it->second;
-      seen.emplace_back(edge, sg4::Mailbox::by_name(fmt::format("p{}>{}", edge.first, edge.second)));
+      seen.emplace_back(edge,
+                        sg4::Mailbox::by_name(fmt::format("p{}>{}", edge.first, edge.second)));
       return seen.back().second;
     };
     for (size_t i = 0; i < ops.size(); ++i) {
@@ -342,15 +341,16 @@ void Simulation::Run::compute(int rank, int stream, int step, const std::vector<
   // the same work, and cheaper for the engine (no CPU sharing to solve).
   ExecutionTime time{nominal_s, 0};
   if (variation_) {
-    time = variation_->execute(rank, ops, start, step,
-                               kernels_wanted_[static_cast<size_t>(rank)] ? &member_kernel_s
-                                                                          : nullptr);
+    time = variation_->execute(
+        rank, ops, start, step,
+        kernels_wanted_[static_cast<size_t>(rank)] ? &member_kernel_s : nullptr);
   }
   sg4::this_actor::sleep_for(time.seconds);
   ++result_.counters.executions;
   if (watchers.empty()) return;
-  ComputeSpan span{rank, stream, step, start, sg4::Engine::get_clock(), &ops, nominal_s,
-                   time.communication_s, nullptr, nullptr};
+  ComputeSpan span{
+      rank,    stream, step, start, sg4::Engine::get_clock(), &ops, nominal_s, time.communication_s,
+      nullptr, nullptr};
   if (variation_) {
     if (kernels_wanted_[static_cast<size_t>(rank)]) {
       span.member_kernel_s = &member_kernel_s;
@@ -375,7 +375,8 @@ void Simulation::Run::collective(int rank, const ops::Collective& op) {
   if (variation_) {
     // Jitter stretches the call by its slowdown: the fabric model is its fastest.
     const double slowdown = variation_->collective_slowdown(op.group, op.op, position);
-    if (slowdown > 1) sg4::this_actor::sleep_for((slowdown - 1) * (sg4::Engine::get_clock() - start));
+    if (slowdown > 1)
+      sg4::this_actor::sleep_for((slowdown - 1) * (sg4::Engine::get_clock() - start));
   }
 }
 

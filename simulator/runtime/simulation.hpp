@@ -1,11 +1,11 @@
 #pragma once
 
+#include <simgrid/forward.h>
+
 #include <functional>
 #include <memory>
 #include <string>
 #include <vector>
-
-#include <simgrid/forward.h>
 
 #include "config/scenario.hpp"
 #include "platform/topology.hpp"
@@ -80,7 +80,7 @@ class Simulation {
   std::vector<size_t> membership_begin_;
   std::vector<std::pair<GroupId, int>> memberships_;
   IdVector<SegmentId, double> segment_communication_s_;  ///< per segment: its analytic collectives
-  int stream_count_ = 0;                    ///< over all simulated ranks
+  int stream_count_ = 0;                                 ///< over all simulated ranks
 };
 
 }  // namespace prismsim

@@ -1,5 +1,7 @@
 #include "runtime/trace.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cctype>
 #include <cmath>
@@ -7,8 +9,6 @@
 #include <filesystem>
 #include <fstream>
 #include <stdexcept>
-
-#include <fmt/format.h>
 
 #include "core/files.hpp"
 #include "core/json.hpp"
@@ -61,8 +61,8 @@ int TraceRecorder::p2p_group(int a, int b) {
   const auto key = std::minmax(a, b);
   const auto [it, added] = p2p_groups_.try_emplace(key, static_cast<int>(groups_.size()));
   if (added) {
-    groups_.push_back({fmt::format("p2p {}-{}", key.first, key.second), "p2p",
-                       {key.first, key.second}});
+    groups_.push_back(
+        {fmt::format("p2p {}-{}", key.first, key.second), "p2p", {key.first, key.second}});
   }
   return it->second;
 }
@@ -117,7 +117,8 @@ void TraceRecorder::on_compute(const ComputeSpan& s) {
     const std::vector<double>* own = nullptr;
     if (s.member_kernel_s != nullptr) {
       const std::vector<int>& gpus = *s.member_gpus;
-      const auto it = std::find(gpus.begin(), gpus.end(), job_.gpu_of_rank[static_cast<size_t>(as)]);
+      const auto it =
+          std::find(gpus.begin(), gpus.end(), job_.gpu_of_rank[static_cast<size_t>(as)]);
       if (it != gpus.end()) own = &(*s.member_kernel_s)[static_cast<size_t>(it - gpus.begin())];
     }
     int lockstep_group = -1;
@@ -227,7 +228,8 @@ void TraceRecorder::write_chrome(const TraceLayout& layout) const {
   // Process r + 1 is rank r, thread s + 1 its stream s (Perfetto reserves id 0).
   for (int rank : ranks_) {
     const int64_t pid = rank + 1;
-    write_metadata(j, "process_name", pid, 0, "name", layout.rank_labels.at(static_cast<size_t>(rank)));
+    write_metadata(j, "process_name", pid, 0, "name",
+                   layout.rank_labels.at(static_cast<size_t>(rank)));
     write_metadata(j, "process_sort_index", pid, 0, "sort_index", rank);
     for (size_t s = 0; s < layout.stream_names.size(); ++s) {
       const auto tid = static_cast<int64_t>(s) + 1;
@@ -271,7 +273,8 @@ std::string camel_case(const std::string& snake) {
 
 /// The NCCL kernel a span stands for.
 std::string nccl_kernel_name(const TraceSpan& span) {
-  if (span.category == "p2p") return "ncclDevKernel_SendRecv(ncclDevComm*, unsigned long, ncclWork*)";
+  if (span.category == "p2p")
+    return "ncclDevKernel_SendRecv(ncclDevComm*, unsigned long, ncclWork*)";
   if (span.category == "collective") {
     return fmt::format("ncclDevKernel_{}_Sum_bf16_RING_LL(ncclDevComm*, unsigned long, ncclWork*)",
                        camel_case(span.op));
@@ -313,7 +316,7 @@ void write_nccl_args(JsonWriter& j, const TraceSpan& span, int rank,
 /// The host's launch of one kernel: a `cpu_op` and within it the `cudaLaunchKernel` call.
 struct Launch {
   const TraceSpan* kernel = nullptr;
-  int64_t start = 0, end = 0;  ///< of the kernel, ns
+  int64_t start = 0, end = 0;          ///< of the kernel, ns
   int64_t cpu_start = 0, cpu_end = 0;  ///< of the cpu_op, ns
 };
 
@@ -484,7 +487,8 @@ std::vector<int> parse_rank_list(const std::string& text, int ranks) {
     const int last = dash == std::string::npos ? first : number(item.substr(dash + 1));
     if (last < first) throw invalid();
     if (last >= ranks) {
-      throw std::invalid_argument(fmt::format("rank {} does not exist (ranks 0-{})", last, ranks - 1));
+      throw std::invalid_argument(
+          fmt::format("rank {} does not exist (ranks 0-{})", last, ranks - 1));
     }
     for (int r = first; r <= last; ++r) out.push_back(r);
     if (comma == std::string::npos) break;

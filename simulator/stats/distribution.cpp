@@ -88,7 +88,8 @@ double ks_distance(std::vector<double> a, std::vector<double> b) {
     const double x = j == b.size() || (i < a.size() && a[i] <= b[j]) ? a[i] : b[j];
     while (i < a.size() && a[i] == x) ++i;
     while (j < b.size() && b[j] == x) ++j;
-    distance = std::max(distance, std::abs(static_cast<double>(i) / na - static_cast<double>(j) / nb));
+    distance =
+        std::max(distance, std::abs(static_cast<double>(i) / na - static_cast<double>(j) / nb));
   }
   return distance;
 }

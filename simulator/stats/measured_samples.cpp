@@ -1,10 +1,10 @@
 #include "stats/measured_samples.hpp"
 
+#include <fmt/format.h>
+
 #include <cmath>
 #include <fstream>
 #include <memory>
-
-#include <fmt/format.h>
 
 #include "core/diagnostics.hpp"
 #include "core/text.hpp"

@@ -9,8 +9,10 @@ const char* redop_of(CollectiveOp op) {
   switch (op) {
     case CollectiveOp::all_reduce:
     case CollectiveOp::reduce_scatter:
-    case CollectiveOp::reduce: return "sum";
-    default: return "none";
+    case CollectiveOp::reduce:
+      return "sum";
+    default:
+      return "none";
   }
 }
 
@@ -26,8 +28,10 @@ long long count_of(CollectiveOp op, double bytes, int ranks) {
   switch (op) {
     case CollectiveOp::all_gather:
     case CollectiveOp::reduce_scatter:
-    case CollectiveOp::all_to_all: return static_cast<long long>(elements / ranks);
-    default: return static_cast<long long>(elements);
+    case CollectiveOp::all_to_all:
+      return static_cast<long long>(elements / ranks);
+    default:
+      return static_cast<long long>(elements);
   }
 }
 
@@ -60,24 +64,28 @@ std::string nccl_table(const NcclTableSpec& spec, const std::vector<NcclRow>& ro
     out += fmt::format("#  Rank {:2} Group {:2} Pid {:6} on {:>10} device {:2} [0x{:02x}] {}\n", r,
                        0, 0, nccl_host_name(r / per_node), r % per_node, 0, spec.gpu_model);
   }
-  out += fmt::format("#\n# {:>10}  {:>12}  {:>8}  {:>6}  {:>6}           out-of-place            "
-                     "           in-place          \n",
-                     "", "", "", "", "");
-  out += fmt::format("# {:>10}  {:>12}  {:>8}  {:>6}  {:>6}  {:>7}  {:>6}  {:>6} {:>6}  {:>7}  "
-                     "{:>6}  {:>6} {:>6}{}\n",
-                     "size", "count", "type", "redop", "root", "time", "algbw", "busbw", "#wrong",
-                     "time", "algbw", "busbw", "#wrong", spec.algorithm_column ? "  algorithm" : "");
-  out += fmt::format("# {:>10}  {:>12}  {:>8}  {:>6}  {:>6}  {:>7}  {:>6}  {:>6}  {:>5}  {:>7}  "
-                     "{:>6}  {:>6}  {:>5}\n",
-                     "(B)", "(elements)", "", "", "", "(us)", "(GB/s)", "(GB/s)", "", "(us)",
-                     "(GB/s)", "(GB/s)", "");
+  out += fmt::format(
+      "#\n# {:>10}  {:>12}  {:>8}  {:>6}  {:>6}           out-of-place            "
+      "           in-place          \n",
+      "", "", "", "", "");
+  out += fmt::format(
+      "# {:>10}  {:>12}  {:>8}  {:>6}  {:>6}  {:>7}  {:>6}  {:>6} {:>6}  {:>7}  "
+      "{:>6}  {:>6} {:>6}{}\n",
+      "size", "count", "type", "redop", "root", "time", "algbw", "busbw", "#wrong", "time", "algbw",
+      "busbw", "#wrong", spec.algorithm_column ? "  algorithm" : "");
+  out += fmt::format(
+      "# {:>10}  {:>12}  {:>8}  {:>6}  {:>6}  {:>7}  {:>6}  {:>6}  {:>5}  {:>7}  "
+      "{:>6}  {:>6}  {:>5}\n",
+      "(B)", "(elements)", "", "", "", "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)", "(GB/s)",
+      "");
   double busbw_sum = 0;
   int busbw_count = 0;
   for (const auto& row : rows) {
     out += fmt::format("{:12}  {:12}  {:>8}  {:>6}  {:6}", static_cast<long long>(row.bytes),
                        count_of(spec.op, row.bytes, spec.ranks), "float", redop_of(spec.op),
                        root_of(spec.op));
-    for (double seconds : {row.seconds, row.in_place_seconds > 0 ? row.in_place_seconds : row.seconds}) {
+    for (double seconds :
+         {row.seconds, row.in_place_seconds > 0 ? row.in_place_seconds : row.seconds}) {
       const double busbw = bus_bandwidth(spec.op, spec.ranks, row.bytes, seconds);
       out += fmt::format("  {:>7}  {:6.2f}  {:6.2f}  {:>5}", nccl_time_text(seconds * 1e6),
                          algbw_GBps(row.bytes, seconds), busbw, "N/A");

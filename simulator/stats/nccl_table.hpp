@@ -20,11 +20,11 @@ struct NcclRow {
 struct NcclTableSpec {
   CollectiveOp op = CollectiveOp::all_reduce;
   int ranks = 1;
-  int gpus_per_node = 8;     ///< rank r runs on host r / gpus_per_node, device r % gpus_per_node
-  std::string gpu_model;     ///< the device name of the rank lines
-  std::string title;         ///< a first comment line ("prismsim collective: ..."); empty: none
+  int gpus_per_node = 8;  ///< rank r runs on host r / gpus_per_node, device r % gpus_per_node
+  std::string gpu_model;  ///< the device name of the rank lines
+  std::string title;      ///< a first comment line ("prismsim collective: ..."); empty: none
   double min_bytes = 0, max_bytes = 0, step_factor = 2;
-  int iterations = 1;  ///< calls per size (nccl-tests' "iters")
+  int iterations = 1;             ///< calls per size (nccl-tests' "iters")
   bool algorithm_column = false;  ///< append how each size ran as a last column
 };
 

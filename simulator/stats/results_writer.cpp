@@ -1,12 +1,11 @@
 #include "stats/results_writer.hpp"
 
-#include <algorithm>
-
 #include <fmt/format.h>
+
+#include <algorithm>
 
 #include "core/json.hpp"
 #include "core/seeds.hpp"
-
 #include "platform/sim_platform.hpp"
 #include "workload/transformer_job.hpp"
 #include "workload/transformer_model.hpp"
@@ -16,7 +15,6 @@
 #endif
 
 namespace prismsim {
-
 
 std::pair<DistributionSummary, DistributionSummary> summarize_runs(
     const std::vector<RunRecord>& runs, int steps) {
@@ -51,8 +49,7 @@ std::string breakdown_csv(const std::vector<RunRecord>& runs,
                          rank, gpu, topology.locate(gpu).node,
                          coords[static_cast<size_t>(ParallelDim::pp)],
                          coords[static_cast<size_t>(ParallelDim::dp)], t.compute_s,
-                         t.layer_collective_s, t.collective_s, t.pipeline_wait_s,
-                         t.stream_wait_s);
+                         t.layer_collective_s, t.collective_s, t.pipeline_wait_s, t.stream_wait_s);
     }
   }
   return out;
@@ -76,8 +73,8 @@ double p_exceeds(const StudyResults& results, double deadline_s) {
 
 }  // namespace
 
-StudyResults gather_results(const Scenario& scenario, std::string collectives,
-                            int ranks_simulated, std::vector<RunRecord> runs) {
+StudyResults gather_results(const Scenario& scenario, std::string collectives, int ranks_simulated,
+                            std::vector<RunRecord> runs) {
   StudyResults results;
   results.scenario = &scenario;
   results.collectives = std::move(collectives);
@@ -100,12 +97,12 @@ StudyResults gather_results(const Scenario& scenario, std::string collectives,
   const uint64_t seed = splitmix64(scenario.simulation.seed ^ 0x626f6f74737472ULL);
   const std::vector<double> quantiles = {0.50, 0.95, 0.99};
   if (!steps_by_run.empty()) {
-    results.step_time_ci = bootstrap_quantiles(steps_by_run, quantiles, kConfidenceLevel,
-                                               kBootstrapResamples, seed);
+    results.step_time_ci =
+        bootstrap_quantiles(steps_by_run, quantiles, kConfidenceLevel, kBootstrapResamples, seed);
   }
   if (!job_by_run.empty()) {
-    results.job_time_ci = bootstrap_quantiles(job_by_run, quantiles, kConfidenceLevel,
-                                              kBootstrapResamples, seed + 1);
+    results.job_time_ci =
+        bootstrap_quantiles(job_by_run, quantiles, kConfidenceLevel, kBootstrapResamples, seed + 1);
   }
   results.runs = std::move(runs);
   for (double deadline : scenario.simulation.deadlines_s) {
@@ -156,9 +153,12 @@ void compare_to_measured(StudyResults& results, const std::string& file,
   if (simulated.empty()) return;
   const DistributionSummary m = summarize(measured);
   const DistributionSummary& s = results.step_time;
-  results.comparison = StudyResults::Comparison{
-      file, measured.size(), ks_distance(simulated, measured), s.p50 / m.p50 - 1,
-      s.p95 / m.p95 - 1, s.p99 / m.p99 - 1};
+  results.comparison = StudyResults::Comparison{file,
+                                                measured.size(),
+                                                ks_distance(simulated, measured),
+                                                s.p50 / m.p50 - 1,
+                                                s.p95 / m.p95 - 1,
+                                                s.p99 / m.p99 - 1};
 }
 
 /// `{"mean": .., "p50": .., "p95": .., "p99": ..}` of `d`, divided by `divide_by`.
@@ -321,9 +321,10 @@ std::string runs_csv(const StudyResults& r) {
 }
 
 double model_flops_utilization(const Scenario& s, double step_s) {
-  const double flops = model_flops_per_sequence(s.workload.model) *
-                       static_cast<double>(s.workload.global_batch);
-  return flops / (step_s * s.parallelism.ranks() * s.platform.gpu.peak_flops.at(s.workload.precision));
+  const double flops =
+      model_flops_per_sequence(s.workload.model) * static_cast<double>(s.workload.global_batch);
+  return flops /
+         (step_s * s.parallelism.ranks() * s.platform.gpu.peak_flops.at(s.workload.precision));
 }
 
 std::string summary_text(const StudyResults& r) {
@@ -336,12 +337,13 @@ std::string summary_text(const StudyResults& r) {
       "runs {} of {} completed, {} step(s) each, seed {}, collectives {}\n",
       s.name, s.parallelism.ranks(), s.parallelism.dp, s.parallelism.tp, s.parallelism.pp,
       s.parallelism.cp > 1 ? fmt::format(" x cp {}", s.parallelism.cp) : "", s.platform.name,
-      s.workload.name, completed,
-      s.simulation.runs, s.simulation.steps, s.simulation.seed, r.collectives);
+      s.workload.name, completed, s.simulation.runs, s.simulation.steps, s.simulation.seed,
+      r.collectives);
   if (r.ranks_simulated < s.parallelism.ranks()) {
-    text += fmt::format("{} of {} ranks simulated: the others run exactly like the first rank of "
-                        "their tensor-parallel group\n",
-                        r.ranks_simulated, s.parallelism.ranks());
+    text += fmt::format(
+        "{} of {} ranks simulated: the others run exactly like the first rank of "
+        "their tensor-parallel group\n",
+        r.ranks_simulated, s.parallelism.ranks());
   }
   if (d.count > 0) {
     text += fmt::format("step time: mean {}  p50 {}  p95 {}  p99 {}  max {}\n",
@@ -360,25 +362,26 @@ std::string summary_text(const StudyResults& r) {
   }
   if (r.comparison) {
     const auto& c = *r.comparison;
-    text += fmt::format("against {} ({} measured steps): KS distance {:.3f}, p50 {:+.1f}%, "
-                        "p95 {:+.1f}%, p99 {:+.1f}%\n",
-                        c.file, c.measured, c.ks_distance, 100 * c.p50_error, 100 * c.p95_error,
-                        100 * c.p99_error);
+    text += fmt::format(
+        "against {} ({} measured steps): KS distance {:.3f}, p50 {:+.1f}%, "
+        "p95 {:+.1f}%, p99 {:+.1f}%\n",
+        c.file, c.measured, c.ks_distance, 100 * c.p50_error, 100 * c.p95_error, 100 * c.p99_error);
   }
   if (!r.sources.empty()) {
     text += fmt::format("variation from: {}\n", fmt::join(r.sources, ", "));
   }
   if (r.baseline && d.count > 0) {
-    text += fmt::format("without variation: step {}, job {}; slowdown of step p50 x{:.4f}  p95 "
-                        "x{:.4f}  p99 x{:.4f}\n",
-                        human_seconds(r.baseline->step_time_s),
-                        human_seconds(r.baseline->job_time_s), d.p50 / r.baseline->step_time_s,
-                        d.p95 / r.baseline->step_time_s, d.p99 / r.baseline->step_time_s);
+    text += fmt::format(
+        "without variation: step {}, job {}; slowdown of step p50 x{:.4f}  p95 "
+        "x{:.4f}  p99 x{:.4f}\n",
+        human_seconds(r.baseline->step_time_s), human_seconds(r.baseline->job_time_s),
+        d.p50 / r.baseline->step_time_s, d.p95 / r.baseline->step_time_s,
+        d.p99 / r.baseline->step_time_s);
   }
   for (const auto& a : r.attribution) {
-    text += fmt::format("  {:<16} adds to step p50 {:+.4g} s  p95 {:+.4g} s  p99 {:+.4g} s\n",
-                        a.source, d.p50 - a.step_time.p50, d.p95 - a.step_time.p95,
-                        d.p99 - a.step_time.p99);
+    text +=
+        fmt::format("  {:<16} adds to step p50 {:+.4g} s  p95 {:+.4g} s  p99 {:+.4g} s\n", a.source,
+                    d.p50 - a.step_time.p50, d.p95 - a.step_time.p95, d.p99 - a.step_time.p99);
   }
   for (const auto& d : r.deadline_miss) {
     const std::string relative =

@@ -90,8 +90,8 @@ constexpr double kConfidenceLevel = 0.95;
 constexpr int kBootstrapResamples = 1000;
 
 /// Pools every finished step of every run and summarises it.
-StudyResults gather_results(const Scenario& scenario, std::string collectives,
-                            int ranks_simulated, std::vector<RunRecord> runs);
+StudyResults gather_results(const Scenario& scenario, std::string collectives, int ranks_simulated,
+                            std::vector<RunRecord> runs);
 /// Adds the scenario's relative deadlines, as multiples of `deterministic_job_s`.
 void add_relative_deadlines(StudyResults& results, double deterministic_job_s);
 

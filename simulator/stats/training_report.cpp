@@ -1,8 +1,8 @@
 #include "stats/training_report.hpp"
 
-#include <cmath>
-
 #include <fmt/format.h>
+
+#include <cmath>
 
 #include "stats/results_writer.hpp"
 
@@ -146,8 +146,9 @@ std::string training_csv(const TrainingReport& r) {
   for (int c = 0; c < kTimeCauses; ++c) {
     out += fmt::format(",{}_s", to_string(static_cast<TimeCause>(c)));
   }
-  out += ",work_steps,steps_run,interruptions,planned_restarts,degradations,checkpoints,"
-         "elastic_restarts";
+  out +=
+      ",work_steps,steps_run,interruptions,planned_restarts,degradations,checkpoints,"
+      "elastic_restarts";
   for (const FailureComponentSpec& c : r.plan.resilience.components) {
     out += "," + csv_cell("failures_" + c.name);
   }
@@ -167,16 +168,16 @@ std::string training_csv(const TrainingReport& r) {
 std::string training_text(const TrainingReport& r) {
   const TrainingSummary& s = r.summary;
   const TrainLengthSpec& length = r.plan.length;
-  std::string text = fmt::format(
-      "whole run: {}, {} replications; step time from {} run(s), mean {}\n",
-      is_until(r) ? fmt::format("{} of wall time", human_duration(length.until_s))
-                  : fmt::format("{} steps", length.steps),
-      s.replications, r.plan.sizes.front().runs.size(), human_seconds(mean_step_s(r)));
+  std::string text =
+      fmt::format("whole run: {}, {} replications; step time from {} run(s), mean {}\n",
+                  is_until(r) ? fmt::format("{} of wall time", human_duration(length.until_s))
+                              : fmt::format("{} steps", length.steps),
+                  s.replications, r.plan.sizes.front().runs.size(), human_seconds(mean_step_s(r)));
   if (s.rates.total_per_s > 0) {
-    text += fmt::format("  failures: {:.4g} per hour hit the job, {:.4g} of which stop it "
-                        "(MTBF {})\n",
-                        s.rates.total_per_s * 3600, s.rates.crash_per_s * 3600,
-                        human_duration(s.reference.mtbf_s));
+    text += fmt::format(
+        "  failures: {:.4g} per hour hit the job, {:.4g} of which stop it "
+        "(MTBF {})\n",
+        s.rates.total_per_s * 3600, s.rates.crash_per_s * 3600, human_duration(s.reference.mtbf_s));
   }
   if (!is_until(r) && s.wall_s.count > 0) {
     auto ci = [&](size_t i) {
@@ -184,42 +185,45 @@ std::string training_text(const TrainingReport& r) {
                                                  human_duration(s.wall_ci[i].high))
                                    : std::string();
     };
-    text += fmt::format("  training time: mean {}  p50 {}{}  p95 {}{}  p99 {}{}  (without "
-                        "failures {})\n",
-                        human_duration(s.wall_s.mean), human_duration(s.wall_s.p50), ci(0),
-                        human_duration(s.wall_s.p95), ci(1), human_duration(s.wall_s.p99), ci(2),
-                        human_duration(s.failure_free_s));
+    text += fmt::format(
+        "  training time: mean {}  p50 {}{}  p95 {}{}  p99 {}{}  (without "
+        "failures {})\n",
+        human_duration(s.wall_s.mean), human_duration(s.wall_s.p50), ci(0),
+        human_duration(s.wall_s.p95), ci(1), human_duration(s.wall_s.p99), ci(2),
+        human_duration(s.failure_free_s));
   }
   if (s.finished < s.replications && !is_until(r)) {
-    text += fmt::format("  {} of {} replications did not finish within 1,000 times the run's "
-                        "failure-free length\n",
-                        s.replications - s.finished, s.replications);
+    text += fmt::format(
+        "  {} of {} replications did not finish within 1,000 times the run's "
+        "failure-free length\n",
+        s.replications - s.finished, s.replications);
   }
   if (is_until(r)) {
     text += fmt::format("  work done: mean {:.6g} steps  p50 {:.6g}  min {:.6g}\n",
                         s.work_steps.mean, s.work_steps.p50, s.work_steps.min);
   }
   text += fmt::format("  goodput: mean {:.4f} [{:.4f}, {:.4f}]  p50 {:.4f}  min {:.4f}\n",
-                      s.goodput.mean, s.goodput_mean_ci.low, s.goodput_mean_ci.high,
-                      s.goodput.p50, s.goodput.min);
+                      s.goodput.mean, s.goodput_mean_ci.low, s.goodput_mean_ci.high, s.goodput.p50,
+                      s.goodput.min);
   std::string causes;
   for (int c = 1; c < kTimeCauses; ++c) {
     causes += fmt::format("{}{} {:.2f}%", c > 1 ? ", " : "", to_string(static_cast<TimeCause>(c)),
                           100 * s.mean_fraction[static_cast<size_t>(c)]);
   }
   text += fmt::format("  wall time lost to: {}\n", causes);
-  text += fmt::format("  interruptions: mean {:.4g} (sd {:.3g}); planned restarts {:.4g}, "
-                      "degradations {:.4g}, checkpoints {:.4g}\n",
-                      s.interruptions.mean, s.interruptions.std, s.mean_planned_restarts,
-                      s.mean_degradations, s.mean_checkpoints);
+  text += fmt::format(
+      "  interruptions: mean {:.4g} (sd {:.3g}); planned restarts {:.4g}, "
+      "degradations {:.4g}, checkpoints {:.4g}\n",
+      s.interruptions.mean, s.interruptions.std, s.mean_planned_restarts, s.mean_degradations,
+      s.mean_checkpoints);
   const YoungDaly& y = s.reference;
   if (s.interval_steps > 0) {
-    text += fmt::format("  checkpoint every {} steps ({}); Young/Daly interval {} / {} ({:.0f} / "
-                        "{:.0f} steps)\n",
-                        s.interval_steps,
-                        human_duration(static_cast<double>(s.interval_steps) * mean_step_s(r)),
-                        human_duration(y.young_interval_s), human_duration(y.daly_interval_s),
-                        y.young_interval_steps, y.daly_interval_steps);
+    text += fmt::format(
+        "  checkpoint every {} steps ({}); Young/Daly interval {} / {} ({:.0f} / "
+        "{:.0f} steps)\n",
+        s.interval_steps, human_duration(static_cast<double>(s.interval_steps) * mean_step_s(r)),
+        human_duration(y.young_interval_s), human_duration(y.daly_interval_s),
+        y.young_interval_steps, y.daly_interval_steps);
   }
   for (const auto& d : s.deadlines) {
     text += fmt::format("  P(finished by {}) = {:.4g} [{:.4g}, {:.4g}]\n",
@@ -249,12 +253,15 @@ std::vector<std::string> training_sweep_cells(const TrainingReport& r) {
   const TrainingSummary& s = r.summary;
   auto number = [](double v) { return fmt::format("{}", v); };
   const bool walls = s.wall_s.count > 0;
-  std::vector<std::string> cells = {
-      walls ? number(s.wall_s.mean) : "", walls ? number(s.wall_s.p50) : "",
-      walls ? number(s.wall_s.p95) : "",  walls ? number(s.wall_s.p99) : "",
-      number(s.goodput.mean),             number(s.goodput.p50),
-      number(s.goodput.min),              number(s.work_steps.mean),
-      number(s.interruptions.mean)};
+  std::vector<std::string> cells = {walls ? number(s.wall_s.mean) : "",
+                                    walls ? number(s.wall_s.p50) : "",
+                                    walls ? number(s.wall_s.p95) : "",
+                                    walls ? number(s.wall_s.p99) : "",
+                                    number(s.goodput.mean),
+                                    number(s.goodput.p50),
+                                    number(s.goodput.min),
+                                    number(s.work_steps.mean),
+                                    number(s.interruptions.mean)};
   for (size_t i = 1; i < s.mean_fraction.size(); ++i) cells.push_back(number(s.mean_fraction[i]));
   const bool reference = s.reference.young_interval_s > 0;
   cells.push_back(reference ? number(s.reference.young_interval_s) : "");

@@ -19,9 +19,7 @@ inline uint64_t stream(uint64_t replication_seed, uint64_t purpose) {
 }
 
 /// A uniform number in (0, 1] from a word (never 0, so that log() is finite).
-inline double unit_open_low(uint64_t w) {
-  return (static_cast<double>(w >> 11) + 1.0) * 0x1p-53;
-}
+inline double unit_open_low(uint64_t w) { return (static_cast<double>(w >> 11) + 1.0) * 0x1p-53; }
 
 /// A uniform number in [0, 1) from a word.
 inline double unit(uint64_t w) { return static_cast<double>(w >> 11) * 0x1p-53; }

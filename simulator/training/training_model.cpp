@@ -48,13 +48,13 @@ struct Model {
   double total_rate_per_s = 0;
   Sampler restart_s, replacement_s;
   std::vector<StepTimeModel> sizes;
-  std::vector<int> size_nodes;     ///< nodes each size runs on
+  std::vector<int> size_nodes;  ///< nodes each size runs on
   std::vector<int64_t> size_replicas;
-  int64_t interval_steps = 0;      ///< 0: no checkpoints
-  int pool_nodes = 0;              ///< the job's nodes and the hot spares
-  int64_t goal_work = 0;           ///< steps runs: replica-steps to do (steps x full replicas)
-  double until_s = 0;              ///< until runs: the length
-  double cap_s = kInf;             ///< steps runs: give up (unfinished) past this wall time
+  int64_t interval_steps = 0;  ///< 0: no checkpoints
+  int pool_nodes = 0;          ///< the job's nodes and the hot spares
+  int64_t goal_work = 0;       ///< steps runs: replica-steps to do (steps x full replicas)
+  double until_s = 0;          ///< until runs: the length
+  double cap_s = kInf;         ///< steps runs: give up (unfinished) past this wall time
 };
 
 Model build_model(const TrainingPlan& plan) {
@@ -70,8 +70,8 @@ Model build_model(const TrainingPlan& plan) {
     c.effect = spec.effect;
     c.scales_with_size = spec.per != FailureUnit::job;
     c.nodes_down = spec.effect == FailureEffect::degrade ? 1
-                   : spec.nodes_down >= 0             ? spec.nodes_down
-                                                      : plan.shape.nodes_down(spec.per);
+                   : spec.nodes_down >= 0                ? spec.nodes_down
+                                                         : plan.shape.nodes_down(spec.per);
     c.detect_s = Sampler(spec.has_detect ? spec.detect_s : r.detect_s);
     c.slowdown = Sampler(spec.slowdown);
     m.components.push_back(std::move(c));
@@ -99,8 +99,8 @@ Model build_model(const TrainingPlan& plan) {
   } else {
     m.goal_work = plan.length.steps * plan.shape.replicas;
     // A run that takes a thousand times its failure-free length is reported unfinished.
-    m.cap_s = 1000.0 * static_cast<double>(plan.length.steps) * m.sizes.front().mean_step_s() +
-              86400.0;
+    m.cap_s =
+        1000.0 * static_cast<double>(plan.length.steps) * m.sizes.front().mean_step_s() + 86400.0;
   }
   return m;
 }
@@ -150,9 +150,7 @@ class Replication {
     bool detected = false;
   };
 
-  uint64_t key(Purpose purpose) const {
-    return rnd::stream(seed_, static_cast<uint64_t>(purpose));
-  }
+  uint64_t key(Purpose purpose) const { return rnd::stream(seed_, static_cast<uint64_t>(purpose)); }
   uint64_t draw(Purpose purpose, uint64_t index) const { return rnd::word(key(purpose), index); }
 
   /// Wall time per second of steps at full speed.
@@ -211,8 +209,8 @@ class Replication {
   int run_ = 0;    ///< the simulated run the allocation follows
   bool nodes_changed_ = false;
   int healthy_ = 0;  ///< nodes in service or ready (job and spares)
-  std::priority_queue<std::pair<double, int>, std::vector<std::pair<double, int>>,
-                      std::greater<>> repairs_;
+  std::priority_queue<std::pair<double, int>, std::vector<std::pair<double, int>>, std::greater<>>
+      repairs_;
 
   bool writing_ = false;
   double write_end_s_ = kInf;
@@ -243,9 +241,9 @@ void Replication::advance(double t) {
     switch (phase_) {
       case Phase::running: {
         const double base = dt / factor();
-        const double useful =
-            base * static_cast<double>(m_.size_replicas[static_cast<size_t>(level_)]) /
-            static_cast<double>(m_.size_replicas.front());
+        const double useful = base *
+                              static_cast<double>(m_.size_replicas[static_cast<size_t>(level_)]) /
+                              static_cast<double>(m_.size_replicas.front());
         at(current_, TimeCause::useful) += useful;
         at(current_, TimeCause::reduced_replicas) += base - useful;
         at(current_, TimeCause::slow) += base * (degrade_factor_ - 1);
@@ -288,8 +286,8 @@ void Replication::start_segment() {
   } else if (m_.interval_steps == 0) {
     // An `until` run without checkpoints: enough steps to reach its end.
     const double left_s = std::max(0.0, m_.until_s - now_);
-    steps = std::min(kMaxSegment,
-                     static_cast<int64_t>(std::ceil(left_s / model.run_min_s(run_))) + 1);
+    steps =
+        std::min(kMaxSegment, static_cast<int64_t>(std::ceil(left_s / model.run_min_s(run_))) + 1);
   }
   assert(steps >= 1);
   segment_steps_ = steps;
@@ -423,8 +421,7 @@ void Replication::on_phase_end() {
       segment_done_s_ = segment_base_s_;
       current_.steps += segment_steps_;
       current_.work += segment_steps_ * m_.size_replicas[static_cast<size_t>(level_)];
-      if (m_.goal_work > 0 &&
-          committed_.work + awaiting_.work + current_.work >= m_.goal_work) {
+      if (m_.goal_work > 0 && committed_.work + awaiting_.work + current_.work >= m_.goal_work) {
         finish(true);
       } else if (segment_drains_) {
         begin_planned_checkpoint();
@@ -578,9 +575,9 @@ void Replication::on_arrival() {
 void Replication::finish(bool finished) {
   if (m_.goal_work == 0 && phase_ == Phase::running && segment_base_s_ > 0) {
     // An `until` run ends in the middle of a segment: the steps done so far count.
-    const int64_t steps = std::min<int64_t>(
-        segment_steps_, static_cast<int64_t>(static_cast<double>(segment_steps_) *
-                                             segment_done_s_ / segment_base_s_));
+    const int64_t steps =
+        std::min<int64_t>(segment_steps_, static_cast<int64_t>(static_cast<double>(segment_steps_) *
+                                                               segment_done_s_ / segment_base_s_));
     current_.steps += steps;
     current_.work += steps * m_.size_replicas[static_cast<size_t>(level_)];
   }
@@ -674,14 +671,22 @@ int JobShape::nodes_down(FailureUnit per) const {
 
 const char* to_string(TimeCause cause) {
   switch (cause) {
-    case TimeCause::useful: return "useful";
-    case TimeCause::checkpoint: return "checkpoint";
-    case TimeCause::lost_work: return "lost_work";
-    case TimeCause::detection: return "detection";
-    case TimeCause::restart: return "restart";
-    case TimeCause::waiting_for_spares: return "waiting_for_spares";
-    case TimeCause::slow: return "slow";
-    case TimeCause::reduced_replicas: return "reduced_replicas";
+    case TimeCause::useful:
+      return "useful";
+    case TimeCause::checkpoint:
+      return "checkpoint";
+    case TimeCause::lost_work:
+      return "lost_work";
+    case TimeCause::detection:
+      return "detection";
+    case TimeCause::restart:
+      return "restart";
+    case TimeCause::waiting_for_spares:
+      return "waiting_for_spares";
+    case TimeCause::slow:
+      return "slow";
+    case TimeCause::reduced_replicas:
+      return "reduced_replicas";
   }
   return "?";
 }

@@ -57,12 +57,12 @@ struct ReplicationOutcome {
   bool finished = false;  ///< steps runs: reached its length before the simulation's cap
   double wall_s = 0;      ///< total training time (an `until` run: its length)
   std::array<double, kTimeCauses> time_s{};  ///< by TimeCause; sums to wall_s
-  double work_steps = 0;   ///< full-size steps of work done (kept)
-  int64_t steps_run = 0;   ///< steps executed and kept, at any size
-  int interruptions = 0;   ///< crashes that stopped the job (a running job or a restart)
+  double work_steps = 0;                     ///< full-size steps of work done (kept)
+  int64_t steps_run = 0;                     ///< steps executed and kept, at any size
+  int interruptions = 0;     ///< crashes that stopped the job (a running job or a restart)
   int planned_restarts = 0;  ///< maintenance, removals of degraded nodes, regrowing to full size
-  int degradations = 0;    ///< GPUs that began to slow the job
-  int checkpoints = 0;     ///< checkpoints made durable
+  int degradations = 0;      ///< GPUs that began to slow the job
+  int checkpoints = 0;       ///< checkpoints made durable
   int elastic_restarts = 0;  ///< restarts at fewer replicas than the full size
   std::vector<int> failures_by_component;  ///< failures that hit the job, per component
 
@@ -73,8 +73,8 @@ struct ReplicationOutcome {
 struct FailureRates {
   /// Failures per second of each component hitting the whole job at full size.
   std::vector<double> job_rate_per_s;
-  double total_per_s = 0;    ///< every component
-  double crash_per_s = 0;    ///< components that stop the job (crash and planned)
+  double total_per_s = 0;  ///< every component
+  double crash_per_s = 0;  ///< components that stop the job (crash and planned)
 };
 
 /// Rates of the plan's components for the job at full size.

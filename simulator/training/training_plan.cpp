@@ -20,10 +20,9 @@ JobShape job_shape(const Scenario& s) {
     shape.switches = static_cast<int>((shape.nodes + leaf_nodes - 1) / leaf_nodes);
   }
   shape.nodes_per_switch = static_cast<int>(std::min<int64_t>(leaf_nodes, shape.nodes));
-  const int64_t rack =
-      s.variability.rack_nodes > 0
-          ? s.variability.rack_nodes
-          : std::max<int64_t>(1, leaf_nics / shape.gpus_per_node);
+  const int64_t rack = s.variability.rack_nodes > 0
+                           ? s.variability.rack_nodes
+                           : std::max<int64_t>(1, leaf_nics / shape.gpus_per_node);
   shape.nodes_per_rack = static_cast<int>(std::min<int64_t>(rack, shape.nodes));
   shape.racks = static_cast<int>((shape.nodes + shape.nodes_per_rack - 1) / shape.nodes_per_rack);
   return shape;

@@ -25,8 +25,7 @@ Interval wilson_interval(int hits, int n) {
 
 }  // namespace
 
-double first_order_waste(double tau_s, double checkpoint_cost_s, double mtbf_s,
-                         double recovery_s) {
+double first_order_waste(double tau_s, double checkpoint_cost_s, double mtbf_s, double recovery_s) {
   return checkpoint_cost_s / tau_s + (tau_s + checkpoint_cost_s) / (2 * mtbf_s) +
          recovery_s / mtbf_s;
 }
@@ -74,8 +73,8 @@ TrainingSummary summarize_training(const TrainingPlan& plan,
   s.interval_steps = checkpoint_interval_steps(plan);
   const bool until = plan.length.kind == TrainLengthSpec::Kind::until;
   if (!until) {
-    s.failure_free_s = static_cast<double>(plan.length.steps) *
-                       StepTimeModel(plan.sizes.front()).mean_step_s();
+    s.failure_free_s =
+        static_cast<double>(plan.length.steps) * StepTimeModel(plan.sizes.front()).mean_step_s();
   }
   std::vector<double> walls, goodputs, work, interruptions;
   std::vector<std::vector<double>> wall_groups;
@@ -108,8 +107,8 @@ TrainingSummary summarize_training(const TrainingPlan& plan,
     s.mean_fraction[i] = wall_total > 0 ? s.mean_time_s[i] / (wall_total / n) : 0;
   }
   for (size_t i = 0; i < failures.size(); ++i) {
-    s.components.push_back({plan.resilience.components[i].name, s.rates.job_rate_per_s[i],
-                            failures[i] / n});
+    s.components.push_back(
+        {plan.resilience.components[i].name, s.rates.job_rate_per_s[i], failures[i] / n});
   }
   const uint64_t seed = splitmix64(plan.seed ^ 0x747261696e696e67ULL);
   if (!wall_groups.empty()) {

@@ -13,11 +13,11 @@ namespace prismsim {
 /// full size: exponential failures of mean `mtbf_s` between job-stopping failures, a checkpoint
 /// costing `checkpoint_cost_s` of training time.
 struct YoungDaly {
-  double mtbf_s = 0;             ///< 1 / rate of crash and planned failures; inf without any
-  double checkpoint_cost_s = 0;  ///< sync: the write; async: snapshot + (slowdown - 1) x write
-  double recovery_s = 0;         ///< mean detection + restart + checkpoint load
-  double young_interval_s = 0;   ///< sqrt(2 delta M) (0 when undefined)
-  double daly_interval_s = 0;    ///< Daly's higher-order optimum
+  double mtbf_s = 0;                ///< 1 / rate of crash and planned failures; inf without any
+  double checkpoint_cost_s = 0;     ///< sync: the write; async: snapshot + (slowdown - 1) x write
+  double recovery_s = 0;            ///< mean detection + restart + checkpoint load
+  double young_interval_s = 0;      ///< sqrt(2 delta M) (0 when undefined)
+  double daly_interval_s = 0;       ///< Daly's higher-order optimum
   double young_interval_steps = 0;  ///< the same in mean full-size steps
   double daly_interval_steps = 0;
 };
@@ -34,8 +34,8 @@ double first_order_waste(double tau_s, double checkpoint_cost_s, double mtbf_s, 
 /// What a whole-run study reports.
 struct TrainingSummary {
   int replications = 0;
-  int finished = 0;  ///< replications that reached their length (steps runs)
-  double failure_free_s = 0;  ///< steps x mean full-size step (steps runs)
+  int finished = 0;            ///< replications that reached their length (steps runs)
+  double failure_free_s = 0;   ///< steps x mean full-size step (steps runs)
   int64_t interval_steps = 0;  ///< checkpoint interval used, steps (0: none)
   /// Total training time of the finished replications, s; with 95% bootstrap intervals of p50,
   /// p95, p99 (empty for `until` runs, whose length is fixed).

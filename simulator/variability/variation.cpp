@@ -257,7 +257,8 @@ RunVariation::RunVariation(const VariationModel& model, uint64_t run_seed)
           job.lockstep[static_cast<size_t>(job.lockstep_of_rank[static_cast<size_t>(rank)])];
       for (int member : members) unit.gpus.push_back(job.gpu_of_rank[static_cast<size_t>(member)]);
     }
-    if (!model.replica_of_rank_.empty()) unit.replica = model.replica_of_rank_[static_cast<size_t>(rank)];
+    if (!model.replica_of_rank_.empty())
+      unit.replica = model.replica_of_rank_[static_cast<size_t>(rank)];
     for (int gpu : unit.gpus) {
       unit.nodes.push_back(model.topology_.locate(gpu).node);
       double all = 1, forward = 1, backward = 1;
@@ -266,8 +267,12 @@ RunVariation::RunVariation(const VariationModel& model, uint64_t run_seed)
         if (slow.gpu != gpu) continue;
         const double d = draw(slow.all, static_cast<uint64_t>(Purpose::slow_gpu), i, 0);
         all *= d;
-        forward *= slow.forward >= 0 ? draw(slow.forward, static_cast<uint64_t>(Purpose::slow_gpu), i, 1) : d;
-        backward *= slow.backward >= 0 ? draw(slow.backward, static_cast<uint64_t>(Purpose::slow_gpu), i, 2) : d;
+        forward *= slow.forward >= 0
+                       ? draw(slow.forward, static_cast<uint64_t>(Purpose::slow_gpu), i, 1)
+                       : d;
+        backward *= slow.backward >= 0
+                        ? draw(slow.backward, static_cast<uint64_t>(Purpose::slow_gpu), i, 2)
+                        : d;
       }
       unit.slow_other.push_back(all);
       unit.slow_forward.push_back(forward);
@@ -309,7 +314,8 @@ double RunVariation::level_factor(const Unit& unit, size_t i, const Op& op, int 
   if (run != nullptr && run->microbatch && m.microbatch_level_ >= 0) {
     // Shared by every stage's passes of the replica's microbatch.
     f *= draw(m.microbatch_level_, static_cast<uint64_t>(Purpose::microbatch_level),
-              static_cast<uint64_t>(unit.replica), s * 1000003 + static_cast<uint64_t>(*run->microbatch));
+              static_cast<uint64_t>(unit.replica),
+              s * 1000003 + static_cast<uint64_t>(*run->microbatch));
   }
   if (pass) {
     const int sampler = pass->forward ? m.forward_pass_level_ : m.backward_pass_level_;
@@ -327,9 +333,10 @@ double RunVariation::launch_gap_s(int rank, int step, const PassRef& pass) const
   const Unit& unit = units_[static_cast<size_t>(rank)];
   double gap = 0;
   for (int gpu : unit.gpus) {
-    gap = std::max(gap, draw(model_.launch_gap_, static_cast<uint64_t>(Purpose::launch_gap),
-                             static_cast<uint64_t>(gpu),
-                             static_cast<uint64_t>(step) * 1000003 + static_cast<uint64_t>(pass.index)));
+    gap = std::max(gap,
+                   draw(model_.launch_gap_, static_cast<uint64_t>(Purpose::launch_gap),
+                        static_cast<uint64_t>(gpu),
+                        static_cast<uint64_t>(step) * 1000003 + static_cast<uint64_t>(pass.index)));
   }
   return model_.launch_gap_ >= 0 ? gap : 0.0;
 }
@@ -414,7 +421,8 @@ ExecutionTime RunVariation::execute(int rank, const std::vector<const Op*>& ops,
     const uint64_t index = unit.executions++;
     const auto* run = std::get_if<ops::RunSegment>(op);
     const bool plain = run == nullptr;
-    const VariationModel::SegmentPlan& plan = plain ? m.plain_plan_ : m.segment_plans_[run->segment];
+    const VariationModel::SegmentPlan& plan =
+        plain ? m.plain_plan_ : m.segment_plans_[run->segment];
     const bool regime_applies = plan.has_inter_node && regime_slowdown != 1.0;
     if (!plan.kernel_noise && !plan.jitter && !unit.varies && !regime_applies) {
       // Nothing varies: the nominal time, exactly.
@@ -553,8 +561,8 @@ double RunVariation::transfer_slowdown(int rank, int peer) {
   const VariationModel& m = model_;
   if (m.transfer_jitter_.empty()) return 1.0;
   const auto& gpu_of = m.job_.gpu_of_rank;
-  const auto it = m.transfer_jitter_.find(m.topology_.scope_of(
-      {gpu_of[static_cast<size_t>(rank)], gpu_of[static_cast<size_t>(peer)]}));
+  const auto it = m.transfer_jitter_.find(
+      m.topology_.scope_of({gpu_of[static_cast<size_t>(rank)], gpu_of[static_cast<size_t>(peer)]}));
   if (it == m.transfer_jitter_.end()) return 1.0;
   Unit& unit = units_[static_cast<size_t>(rank)];
   const uint64_t index = unit.transfers++;

@@ -45,8 +45,8 @@ class VariationModel {
   struct SegmentPlan {
     /// Per compute kernel (idle time waiting for the host included): at most one is not 0.
     std::vector<double> clock_s, other_s, idle_s;
-    std::vector<int> sampler;              ///< per compute kernel: index into samplers_, or -1
-    std::vector<size_t> chunk_end;         ///< per chunk: one past its last compute kernel
+    std::vector<int> sampler;       ///< per compute kernel: index into samplers_, or -1
+    std::vector<size_t> chunk_end;  ///< per chunk: one past its last compute kernel
     std::vector<double> chunk_clock_s, chunk_other_s, chunk_idle_s;  ///< per chunk: nominal sums
     struct Collective {
       double seconds = 0;
@@ -79,7 +79,8 @@ class VariationModel {
   std::map<CommScope, int> transfer_jitter_;
   /// Per job group: its scope, when some collective jitter applies to it.
   IdVector<GroupId, std::optional<CommScope>> group_scope_;
-  IdVector<GroupId, std::vector<GroupId>> group_copies_;  ///< per simulated group: groups it stands for
+  IdVector<GroupId, std::vector<GroupId>>
+      group_copies_;  ///< per simulated group: groups it stands for
   std::vector<double> regime_cdf_;
   int per_gpu_ = -1, per_node_ = -1, per_rack_ = -1;
   std::vector<std::pair<int, int>> slow_nodes_;  ///< (node, sampler)
@@ -94,7 +95,7 @@ class VariationModel {
   int run_level_ = -1, step_level_ = -1, node_step_level_ = -1, gpu_step_level_ = -1;
   int microbatch_level_ = -1, forward_pass_level_ = -1, backward_pass_level_ = -1;
   int launch_gap_ = -1, host_step_ = -1;
-  bool levels_ = false;          ///< some level or slow GPU varies an op's compute
+  bool levels_ = false;               ///< some level or slow GPU varies an op's compute
   std::vector<int> replica_of_rank_;  ///< data-parallel coordinate (microbatch draws)
   int ambient_ = -1;
   int wan_rtt_ = -1;
@@ -118,7 +119,9 @@ class RunVariation {
   ExecutionTime execute(int rank, const std::vector<const Op*>& ops, double now_s, int step,
                         std::vector<std::vector<double>>* kernel_seconds = nullptr);
   /// The GPUs of simulated rank `rank`'s lockstep members, in the order of `kernel_seconds`.
-  const std::vector<int>& member_gpus(int rank) const { return units_[static_cast<size_t>(rank)].gpus; }
+  const std::vector<int>& member_gpus(int rank) const {
+    return units_[static_cast<size_t>(rank)].gpus;
+  }
   /// Slowdown (>= 1) of the next call, `op`, on network group `group` by its member at
   /// `position`.
   double collective_slowdown(GroupId group, CollectiveOp op, int position);
@@ -140,7 +143,7 @@ class RunVariation {
 
  private:
   struct Unit {
-    std::vector<int> gpus;  ///< the lockstep members' GPUs
+    std::vector<int> gpus;   ///< the lockstep members' GPUs
     std::vector<int> nodes;  ///< of the members' GPUs
     /// Slow GPUs (what-if) per member: factor of its forward passes, of its backward passes and
     /// of its other compute.
@@ -168,15 +171,15 @@ class RunVariation {
 
   const VariationModel& model_;
   uint64_t seed_;
-  std::vector<Unit> units_;                   ///< by rank; empty for ranks not simulated
+  std::vector<Unit> units_;                         ///< by rank; empty for ranks not simulated
   IdVector<GroupId, std::vector<uint64_t>> calls_;  ///< [group][position] calls made
-  std::vector<double> chunk_max_;             ///< scratch
-  std::vector<double> busy_;                  ///< scratch: per member
-  std::vector<double> clock_;                 ///< scratch: per member
-  std::vector<double> factors_;               ///< scratch: per kernel
-  std::vector<size_t> collective_at_;         ///< scratch: where each chunk's collective is recorded
-  std::vector<double> level_;                 ///< scratch: per member, the op's level factor
-  double run_factor_ = 1;                     ///< the run level's draw
+  std::vector<double> chunk_max_;                   ///< scratch
+  std::vector<double> busy_;                        ///< scratch: per member
+  std::vector<double> clock_;                       ///< scratch: per member
+  std::vector<double> factors_;                     ///< scratch: per kernel
+  std::vector<size_t> collective_at_;  ///< scratch: where each chunk's collective is recorded
+  std::vector<double> level_;          ///< scratch: per member, the op's level factor
+  double run_factor_ = 1;              ///< the run level's draw
   double peak_temperature_c_ = 0;
 };
 

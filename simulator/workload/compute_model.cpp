@@ -41,8 +41,11 @@ double kernel_seconds(const KernelWork& work, const GpuSpec& gpu, Precision prec
       efficiency = gemm_efficiency(model, precision, work.m, work.n, work.k);
       latency_s = model.gemm_latency_s;
       break;
-    case KernelClass::attention: efficiency = model.attention_efficiency; break;
-    default: break;
+    case KernelClass::attention:
+      efficiency = model.attention_efficiency;
+      break;
+    default:
+      break;
   }
   const double compute_s =
       work.flops > 0 ? work.flops / (gpu.peak_flops.at(precision) * efficiency) : 0.0;

@@ -7,8 +7,10 @@ namespace prismsim {
 
 Job build_job(const Scenario& scenario, const Topology& topology) {
   switch (scenario.workload.kind) {
-    case WorkloadKind::layer_stack: return build_layer_stack_job(scenario);
-    case WorkloadKind::transformer: return build_transformer_job(scenario, topology);
+    case WorkloadKind::layer_stack:
+      return build_layer_stack_job(scenario);
+    case WorkloadKind::transformer:
+      return build_transformer_job(scenario, topology);
   }
   return {};
 }

@@ -23,11 +23,12 @@ Job build_layer_stack_job(const Scenario& scenario) {
 
   auto program = std::make_shared<Program>();
   for (int64_t mb = 0; mb < microbatches; ++mb) {
-    for (int layer = 0; layer < w.layers; ++layer) program->streams[0].push_back(ops::ComputeFor{forward});
-    for (int layer = 0; layer < w.layers; ++layer) program->streams[0].push_back(ops::ComputeFor{backward});
+    for (int layer = 0; layer < w.layers; ++layer)
+      program->streams[0].push_back(ops::ComputeFor{forward});
+    for (int layer = 0; layer < w.layers; ++layer)
+      program->streams[0].push_back(ops::ComputeFor{backward});
   }
-  const double gradient_bytes =
-      w.parameters_per_layer * w.layers * bytes_per_element(w.precision);
+  const double gradient_bytes = w.parameters_per_layer * w.layers * bytes_per_element(w.precision);
   program->streams[0].push_back(
       ops::Collective{CollectiveOp::all_reduce, gradient_bytes, GroupId(0), 0, std::nullopt});
 

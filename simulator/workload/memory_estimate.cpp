@@ -1,8 +1,8 @@
 #include "workload/memory_estimate.hpp"
 
-#include <algorithm>
-
 #include <fmt/format.h>
+
+#include <algorithm>
 
 #include "core/diagnostics.hpp"
 #include "workload/pipeline_schedule.hpp"
@@ -15,10 +15,11 @@ constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 }  // namespace
 
 std::string MemoryEstimate::str() const {
-  return fmt::format("{:.1f} GiB (weights {:.1f}, gradients {:.1f}, optimizer {:.1f}, "
-                     "activations {:.1f}, transient {:.1f})",
-                     total() / kGiB, weights / kGiB, gradients / kGiB, optimizer / kGiB,
-                     activations / kGiB, transient / kGiB);
+  return fmt::format(
+      "{:.1f} GiB (weights {:.1f}, gradients {:.1f}, optimizer {:.1f}, "
+      "activations {:.1f}, transient {:.1f})",
+      total() / kGiB, weights / kGiB, gradients / kGiB, optimizer / kGiB, activations / kGiB,
+      transient / kGiB);
 }
 
 double layer_activation_bytes(const Scenario& scenario) {
@@ -42,8 +43,8 @@ double layer_activation_bytes(const Scenario& scenario) {
   double split = sb * (h + 2 * kv * c.cp) * e + sb * h * e + sb * (mlp_in + ffn) * e;
   const double heads = static_cast<double>(m.heads);
   const double q_len = static_cast<double>(m.sequence / c.cp);
-  const double scores = static_cast<double>(c.microbatch) * heads * q_len *
-                        static_cast<double>(m.sequence);
+  const double scores =
+      static_cast<double>(c.microbatch) * heads * q_len * static_cast<double>(m.sequence);
   if (m.attention == AttentionKernel::flash) {
     split += scores / static_cast<double>(m.sequence) * 4;  // fp32 softmax statistics per query
   } else if (c.recompute == Recompute::none) {
@@ -97,9 +98,9 @@ std::vector<MemoryEstimate> estimate_memory(const Scenario& scenario) {
     m.optimizer = 12 * params / (p.data_parallel == DataParallelKind::ddp ? 1.0 : shards);
     // Walk the schedule: a forward saves its chunk's activations until its backward.
     for (double& layers_of_chunk : chunk_layers) layers_of_chunk *= per_layer;
-    m.activations = peak_held(
-        pipeline_passes(p.schedule, p.pp, v, microbatches_per_replica(scenario), stage),
-        chunk_layers);
+    m.activations =
+        peak_held(pipeline_passes(p.schedule, p.pp, v, microbatches_per_replica(scenario), stage),
+                  chunk_layers);
     if (p.recompute == Recompute::full) m.transient = full_layer;
     const bool last = (chunks - 1) % p.pp == stage;
     if (last) m.transient = std::max(m.transient, c.tokens() * vocab * (e + 4));
@@ -111,8 +112,9 @@ std::vector<MemoryEstimate> estimate_memory(const Scenario& scenario) {
 void check_memory(const Scenario& scenario) {
   if (scenario.workload.kind != WorkloadKind::transformer || !scenario.engine.check_memory) return;
   const auto estimates = estimate_memory(scenario);
-  const auto worst = std::max_element(estimates.begin(), estimates.end(),
-                                      [](const auto& a, const auto& b) { return a.total() < b.total(); });
+  const auto worst =
+      std::max_element(estimates.begin(), estimates.end(),
+                       [](const auto& a, const auto& b) { return a.total() < b.total(); });
   const double capacity = scenario.platform.gpu.memory_bytes;
   if (worst->total() <= capacity) return;
   throw InputError({Diagnostic{

@@ -52,7 +52,8 @@ std::vector<PipelinePass> pipeline_passes(PipelineSchedule schedule, int pp, int
   return passes;
 }
 
-double peak_held(const std::vector<PipelinePass>& passes, const std::vector<double>& held_per_chunk) {
+double peak_held(const std::vector<PipelinePass>& passes,
+                 const std::vector<double>& held_per_chunk) {
   double held = 0, most = 0;
   for (const auto& pass : passes) {
     const double bytes = held_per_chunk.at(static_cast<size_t>(pass.chunk));
@@ -63,13 +64,13 @@ double peak_held(const std::vector<PipelinePass>& passes, const std::vector<doub
 }
 
 double pipeline_makespan(PipelineSchedule schedule, int pp, int virtual_stages, int microbatches,
-                         const std::vector<double>& forward_s, const std::vector<double>& backward_s,
-                         double transfer_s) {
+                         const std::vector<double>& forward_s,
+                         const std::vector<double>& backward_s, double transfer_s) {
   const int v = schedule == PipelineSchedule::interleaved ? virtual_stages : 1;
   const int stages = pp * v;
   std::vector<std::vector<PipelinePass>> order(static_cast<size_t>(pp));
-  for (int s = 0; s < pp; ++s) order[static_cast<size_t>(s)] =
-      pipeline_passes(schedule, pp, v, microbatches, s);
+  for (int s = 0; s < pp; ++s)
+    order[static_cast<size_t>(s)] = pipeline_passes(schedule, pp, v, microbatches, s);
   // Completion time of each (forward?, microbatch, virtual stage).
   std::map<std::tuple<bool, int, int>, double> done;
   std::vector<size_t> next(static_cast<size_t>(pp), 0);
@@ -96,8 +97,8 @@ double pipeline_makespan(PipelineSchedule schedule, int pp, int virtual_stages, 
           start = (from % pp) == s ? std::max(start, it->second)
                                    : std::max(start, it->second) + transfer_s;
         }
-        const double duration = pass.forward ? forward_s[static_cast<size_t>(vs)]
-                                             : backward_s[static_cast<size_t>(vs)];
+        const double duration =
+            pass.forward ? forward_s[static_cast<size_t>(vs)] : backward_s[static_cast<size_t>(vs)];
         free_at[static_cast<size_t>(s)] = start + duration;
         done[{pass.forward, pass.microbatch, vs}] = start + duration;
         ++i;

@@ -24,7 +24,8 @@ std::vector<PipelinePass> pipeline_passes(PipelineSchedule schedule, int pp, int
 
 /// The most a rank holds at once when each forward pass of chunk c saves `held_per_chunk[c]` until
 /// its backward: with all 1, how many microbatches' activations are in flight.
-double peak_held(const std::vector<PipelinePass>& passes, const std::vector<double>& held_per_chunk);
+double peak_held(const std::vector<PipelinePass>& passes,
+                 const std::vector<double>& held_per_chunk);
 
 /// Virtual stage of `chunk` on pipeline rank `stage`: chunk x pp + stage (layers are split over
 /// virtual stages in this order; data flows from virtual stage v to v + 1).
@@ -36,7 +37,7 @@ inline int virtual_stage(int chunk, int stage, int pp) { return chunk * pp + sta
 /// finished the producing pass and the receiver is free to take it, and the pass follows it.
 /// The closed form that the simulator must match where nothing else interferes.
 double pipeline_makespan(PipelineSchedule schedule, int pp, int virtual_stages, int microbatches,
-                         const std::vector<double>& forward_s, const std::vector<double>& backward_s,
-                         double transfer_s);
+                         const std::vector<double>& forward_s,
+                         const std::vector<double>& backward_s, double transfer_s);
 
 }  // namespace prismsim

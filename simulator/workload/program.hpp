@@ -47,9 +47,9 @@ using EventId = Id<struct EventTag>;      ///< one of a rank's events: 0 .. Prog
 
 /// Which pipeline pass an op belongs to, for variation drawn per pass.
 struct PassRef {
-  int index = 0;        ///< the pass's place in the rank's schedule (0, 1, ...)
+  int index = 0;  ///< the pass's place in the rank's schedule (0, 1, ...)
   bool forward = true;
-  bool first = false;   ///< the pass's first op (its launch gap comes before it)
+  bool first = false;  ///< the pass's first op (its launch gap comes before it)
 };
 
 /// What a stream of a rank does, in order: one of the alternatives of `Op`.

@@ -1,9 +1,9 @@
 #include "workload/run_estimate.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
-
-#include <fmt/format.h>
 
 namespace prismsim {
 
@@ -11,10 +11,10 @@ namespace {
 
 // Fitted to the whole commands of scripts/bench-estimate.sh (9 cases; docs/design.md, "Cost of a
 // run"), least squares on relative error.
-constexpr double kBaseBytes = 30.5e6;      ///< the process, SimGrid, the scenario
-constexpr double kBytesPerRank = 4.10e3;   ///< per GPU: hosts, links, groups, per-rank tables
-constexpr double kBytesPerActor = 17.6e3;  ///< per actor: stack pages, context, its state
-constexpr double kBytesPerOp = sizeof(Op); ///< not fitted: an op of a program held in memory
+constexpr double kBaseBytes = 30.5e6;       ///< the process, SimGrid, the scenario
+constexpr double kBytesPerRank = 4.10e3;    ///< per GPU: hosts, links, groups, per-rank tables
+constexpr double kBytesPerActor = 17.6e3;   ///< per actor: stack pages, context, its state
+constexpr double kBytesPerOp = sizeof(Op);  ///< not fitted: an op of a program held in memory
 constexpr double kBaseSeconds = 0.158;
 constexpr double kSecondsPerRank = 28.4e-6;  ///< building platform, groups and programs
 /// Per event and per square root of the actors: SimGrid's cost per event grows with the actors
@@ -30,15 +30,15 @@ std::string memory_text(double bytes) {
 }
 
 std::string RunEstimate::str() const {
-  return fmt::format("{} peak memory, {:.3g} s on one core, {:.3g} events",
-                     memory_text(peak_bytes), seconds, events);
+  return fmt::format("{} peak memory, {:.3g} s on one core, {:.3g} events", memory_text(peak_bytes),
+                     seconds, events);
 }
 
 RunEstimate estimate_run(const RunShape& shape, int steps, int runs, int jobs) {
   const double at_once = std::max(1, std::min(runs, jobs));
   const double rounds = std::ceil(runs / at_once);  // runs one after the other per job
-  const double per_step = static_cast<double>(shape.executions + shape.sends +
-                                              shape.collective_calls);
+  const double per_step =
+      static_cast<double>(shape.executions + shape.sends + shape.collective_calls);
   RunEstimate e;
   e.events = per_step * steps * runs;
   e.peak_bytes = kBaseBytes + kBytesPerRank * static_cast<double>(shape.ranks) +

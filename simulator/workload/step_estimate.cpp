@@ -9,9 +9,11 @@
 
 namespace prismsim {
 StepEstimate::StepEstimate(const Scenario& s, const Topology& topology)
-    : schedule_(s.parallelism.schedule), pp_(s.parallelism.pp),
+    : schedule_(s.parallelism.schedule),
+      pp_(s.parallelism.pp),
       virtual_stages_(s.parallelism.virtual_stages),
-      microbatches_(microbatches_per_replica(s)), tp_comm_overlap_(s.parallelism.tp_comm_overlap),
+      microbatches_(microbatches_per_replica(s)),
+      tp_comm_overlap_(s.parallelism.tp_comm_overlap),
       precision_(s.workload.precision) {
   const auto& p = s.parallelism;
   const LayerContext context = layer_context(s);
@@ -46,8 +48,8 @@ StepEstimate::StepEstimate(const Scenario& s, const Topology& topology)
           PassItemCost c;
           if (item.kind == PassItem::Kind::kernel) {
             c.work = item.work;
-            c.precision = item.work.kernel_class == KernelClass::gemm ? gemm_precision
-                                                                      : s.workload.precision;
+            c.precision =
+                item.work.kernel_class == KernelClass::gemm ? gemm_precision : s.workload.precision;
           } else {
             c.communication_s = call_seconds(item.group == LayerGroup::tp ? tp_group : cp_group,
                                              item.op, item.bytes);
@@ -66,7 +68,8 @@ StepEstimate::StepEstimate(const Scenario& s, const Topology& topology)
     std::vector<int> route;
     topology.route(from, to, route);
     double bandwidth = std::numeric_limits<double>::infinity();
-    for (int link : route) bandwidth = std::min(bandwidth, topology.links()[static_cast<size_t>(link)].bandwidth_Bps);
+    for (int link : route)
+      bandwidth = std::min(bandwidth, topology.links()[static_cast<size_t>(link)].bandwidth_Bps);
     transfer_s_ = topology.route_latency(from, to) + context.pipeline_transfer_bytes() / bandwidth;
     if (context.pipeline_gathers()) {
       transfer_s_ += call_seconds(group({ParallelDim::tp}, 1), CollectiveOp::all_gather,
@@ -102,8 +105,8 @@ StepEstimate::StepEstimate(const Scenario& s, const Topology& topology)
     optimizer_parameters = std::max(optimizer_parameters, sharded);
     rank_parameters = std::max(rank_parameters, parameters);
   }
-  optimizer_ = optimizer_step(optimizer_parameters, gradient_bytes,
-                              static_cast<int>(element_bytes));
+  optimizer_ =
+      optimizer_step(optimizer_parameters, gradient_bytes, static_cast<int>(element_bytes));
   zero_gradients_ = zero_gradients(rank_parameters, gradient_bytes);
 }
 
@@ -121,8 +124,8 @@ double StepEstimate::pass_seconds(const PassCost& pass, const GpuSpec& gpu,
       const size_t gemm = item.overlapped ? i + 1 : i - 1;
       if ((item.overlapped ? i + 1 < items.size() : i > 0) && items[gemm].communication_s < 0 &&
           items[gemm].work.kernel_class == KernelClass::gemm) {
-        seconds = std::max(0.0, seconds - kernel_seconds(items[gemm].work, gpu,
-                                                         items[gemm].precision));
+        seconds =
+            std::max(0.0, seconds - kernel_seconds(items[gemm].work, gpu, items[gemm].precision));
       }
     }
     host_s += item.communication_s < 0 ? host.kernel_launch_s : host.collective_launch_s;
@@ -135,8 +138,9 @@ double StepEstimate::seconds(const GpuSpec& gpu, const HostSpec& host) const {
   std::vector<double> forward_s, backward_s;
   for (const auto& pass : forward_) forward_s.push_back(pass_seconds(pass, gpu, host));
   for (const auto& pass : backward_) backward_s.push_back(pass_seconds(pass, gpu, host));
-  const double optimizer_s = std::max(host.kernel_launch_s, kernel_seconds(optimizer_, gpu, precision_)) +
-                             std::max(host.kernel_launch_s, kernel_seconds(zero_gradients_, gpu, precision_));
+  const double optimizer_s =
+      std::max(host.kernel_launch_s, kernel_seconds(optimizer_, gpu, precision_)) +
+      std::max(host.kernel_launch_s, kernel_seconds(zero_gradients_, gpu, precision_));
   return host.step_s +
          pipeline_makespan(schedule_, pp_, virtual_stages_, microbatches_, forward_s, backward_s,
                            transfer_s_) +

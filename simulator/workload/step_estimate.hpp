@@ -45,7 +45,7 @@ class StepEstimate {
   bool tp_comm_overlap_ = false;
   std::vector<PassCost> forward_, backward_;  ///< per virtual stage
   double transfer_s_ = 0;
-  double data_parallel_s_ = 0;   ///< slowest stage's gradient collectives and fixed all-reduces
+  double data_parallel_s_ = 0;  ///< slowest stage's gradient collectives and fixed all-reduces
   KernelWork optimizer_, zero_gradients_;  ///< of the stage with the most parameters to update
   Precision precision_ = Precision::bf16;
 };

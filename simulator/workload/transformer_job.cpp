@@ -1,15 +1,15 @@
 #include "workload/transformer_job.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <limits>
 #include <map>
 #include <numeric>
-#include <stdexcept>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <variant>
-
-#include <fmt/format.h>
 
 #include "collectives/cost_model.hpp"
 #include "config/framework.hpp"
@@ -178,8 +178,12 @@ void overlap_layer_collectives(Segment& segment) {
 class TransformerJobBuilder {
  public:
   TransformerJobBuilder(const Scenario& s, const Topology& topology)
-      : s_(s), p_(s.parallelism), topology_(topology), grid_(s.parallelism),
-        context_(layer_context(s)), layers_(split_layers(s.parallelism, s.workload.model.layers)),
+      : s_(s),
+        p_(s.parallelism),
+        topology_(topology),
+        grid_(s.parallelism),
+        context_(layer_context(s)),
+        layers_(split_layers(s.parallelism, s.workload.model.layers)),
         microbatches_(microbatches_per_replica(s)),
         gemm_precision_(s.workload.fp8_gemms ? Precision::fp8 : s.workload.precision),
         element_bytes_(bytes_per_element(s.workload.precision)),
@@ -213,8 +217,8 @@ class TransformerJobBuilder {
   SegmentId single_kernel_segment(const std::string& name, const KernelWork& work);
   double kernel_time(const KernelWork& work) const;
   double analytic_seconds(const PassItem& item, const LayerGroups& groups);
-  void emit(std::vector<Op>& stream, const std::vector<OpTemplate>& ops,
-            const LayerGroups& groups, int microbatch, PassRef* pass = nullptr) const;
+  void emit(std::vector<Op>& stream, const std::vector<OpTemplate>& ops, const LayerGroups& groups,
+            int microbatch, PassRef* pass = nullptr) const;
   std::shared_ptr<Program> rank_program(int rank);
   /// Elements of gradients per bucket for this rank's stage and model chunk.
   double bucket_elements(int stage, int chunk) const;
@@ -231,9 +235,9 @@ class TransformerJobBuilder {
   int element_bytes_;
   int gradient_bytes_;  ///< per gradient element, as reduced and accumulated
   Job job_;
-  std::vector<LayerGroups> layer_groups_;                       ///< per rank
-  std::vector<std::optional<DataParallelGroups>> dp_groups_;    ///< per rank
-  std::vector<std::optional<GroupId>> norm_group_;       ///< per rank: the gradient-norm group
+  std::vector<LayerGroups> layer_groups_;                     ///< per rank
+  std::vector<std::optional<DataParallelGroups>> dp_groups_;  ///< per rank
+  std::vector<std::optional<GroupId>> norm_group_;            ///< per rank: the gradient-norm group
   std::vector<std::optional<GroupId>> embedding_group_;  ///< per rank: tied embedding gradients
   std::map<std::pair<bool, int>, std::vector<PassUnit>> units_;
   std::map<std::string, std::vector<OpTemplate>> templates_;
@@ -338,8 +342,8 @@ void TransformerJobBuilder::build_data_parallel_groups() {
       const int d = dp_of(r);
       shards[static_cast<size_t>(d / shard)].push_back(r);
       if (replicas > 1) {
-        const int position = grid_.coords(r)[static_cast<size_t>(ParallelDim::cp)] * shard +
-                             d % shard;
+        const int position =
+            grid_.coords(r)[static_cast<size_t>(ParallelDim::cp)] * shard + d % shard;
         copies[static_cast<size_t>(position)].push_back(r);
       }
     }
@@ -371,8 +375,8 @@ double TransformerJobBuilder::kernel_time(const KernelWork& work) const {
 
 double TransformerJobBuilder::analytic_seconds(const PassItem& item, const LayerGroups& groups) {
   const bool tp = item.group == LayerGroup::tp;
-  const auto key = std::make_tuple(static_cast<int>(item.op), item.bytes,
-                                   tp ? groups.tp_key : groups.cp_key);
+  const auto key =
+      std::make_tuple(static_cast<int>(item.op), item.bytes, tp ? groups.tp_key : groups.cp_key);
   auto it = analytic_.find(key);
   if (it != analytic_.end()) return it->second;
   const double seconds =
@@ -413,8 +417,8 @@ const std::vector<OpTemplate>& TransformerJobBuilder::templates_of(
   return ops;
 }
 
-const std::vector<OpTemplate>& TransformerJobBuilder::templates(bool forward, int vs,
-                                                                size_t begin, size_t end,
+const std::vector<OpTemplate>& TransformerJobBuilder::templates(bool forward, int vs, size_t begin,
+                                                                size_t end,
                                                                 const LayerGroups& groups) {
   const std::string key =
       fmt::format("{}{}:{}-{}:{}", forward ? 'f' : 'b', vs, begin, end, groups.key());
@@ -458,8 +462,7 @@ SegmentId TransformerJobBuilder::single_kernel_segment(const std::string& name,
 }
 
 void TransformerJobBuilder::emit(std::vector<Op>& stream, const std::vector<OpTemplate>& ops,
-                                 const LayerGroups& groups, int microbatch,
-                                 PassRef* pass) const {
+                                 const LayerGroups& groups, int microbatch, PassRef* pass) const {
   const auto mb = microbatch >= 0 ? std::optional<int>(microbatch) : std::nullopt;
   for (const OpTemplate& t : ops) {
     if (const auto* segment = std::get_if<SegmentId>(&t)) {
@@ -605,8 +608,8 @@ std::shared_ptr<Program> TransformerJobBuilder::rank_program(int rank) {
     const bool sends = pass.forward ? vs < last_vs : vs > 0;
     PassRef ref{static_cast<int>(i), pass.forward, true};
     if (receives) {
-      compute.push_back(ops::Recv{stage_rank(pass.forward ? vs - 1 : vs + 1), transfer_bytes,
-                                  pass.microbatch});
+      compute.push_back(
+          ops::Recv{stage_rank(pass.forward ? vs - 1 : vs + 1), transfer_bytes, pass.microbatch});
       if (context_.pipeline_gathers()) {
         emit(compute,
              templates_of(fmt::format("gather:{}", groups.key()), "pipeline all-gather",
@@ -618,9 +621,10 @@ std::shared_ptr<Program> TransformerJobBuilder::rank_program(int rank) {
     if (fsdp) {
       // Each unit's weights are gathered just before use (the next gather overlaps this unit),
       // and its gradients reduce-scattered after its backward, on two more streams.
-      const bool gathers = pass.forward ? !keep_gathered || i == first_forward[chunk]
-                                        : p_.reshard_after_forward;
-      const bool reduces = !pass.forward && (p_.reduce_every_microbatch || i == last_backward[chunk]);
+      const bool gathers =
+          pass.forward ? !keep_gathered || i == first_forward[chunk] : p_.reshard_after_forward;
+      const bool reduces =
+          !pass.forward && (p_.reduce_every_microbatch || i == last_backward[chunk]);
       for (size_t u = 0; u < pass_units.size(); ++u) {
         const double unit_elements = pass_units[u].parameters;
         if (gathers) {
@@ -629,14 +633,13 @@ std::shared_ptr<Program> TransformerJobBuilder::rank_program(int rank) {
           auto& gather = program->streams[1];
           if (previous_started) gather.push_back(ops::Wait{*previous_started});
           previous_started = started;
-          gather.push_back(collective(CollectiveOp::all_gather, unit_elements * element_bytes_,
-                                      dp->gather));
+          gather.push_back(
+              collective(CollectiveOp::all_gather, unit_elements * element_bytes_, dp->gather));
           gather.push_back(ops::Record{gathered});
           compute.push_back(ops::Wait{gathered});
           compute.push_back(ops::Record{started});
         }
-        emit(compute, templates(pass.forward, vs, u, u + 1, groups), groups, pass.microbatch,
-             &ref);
+        emit(compute, templates(pass.forward, vs, u, u + 1, groups), groups, pass.microbatch, &ref);
         if (reduces) {
           const EventId ready = program->add_event();
           compute.push_back(ops::Record{ready});
@@ -659,8 +662,7 @@ std::shared_ptr<Program> TransformerJobBuilder::rank_program(int rank) {
       for (size_t u = 0; u < pass_units.size(); ++u) {
         pending_elements += pass_units[u].parameters;
         if (pending_elements >= per_bucket || u + 1 == pass_units.size()) {
-          emit(compute, templates(false, vs, begin, u + 1, groups), groups, pass.microbatch,
-               &ref);
+          emit(compute, templates(false, vs, begin, u + 1, groups), groups, pass.microbatch, &ref);
           begin = u + 1;
           close_bucket(zero2);
         }
@@ -712,8 +714,8 @@ std::shared_ptr<Program> TransformerJobBuilder::rank_program(int rank) {
     compute.push_back(collective(CollectiveOp::all_reduce, 8, *norm));
   }
   emit(compute,
-       {single_kernel_segment("optimizer", optimizer_step(optimizer_parameters, gradient_bytes_,
-                                                          element_bytes_)),
+       {single_kernel_segment(
+            "optimizer", optimizer_step(optimizer_parameters, gradient_bytes_, element_bytes_)),
         single_kernel_segment("optimizer", zero_gradients(rank_parameters, gradient_bytes_))},
        groups, -1);
   if (dp && (kind == DataParallelKind::zero1 || zero2) && !gather_ahead) {
@@ -727,9 +729,12 @@ std::shared_ptr<Program> TransformerJobBuilder::rank_program(int rank) {
 /// Network or analytic, as the engine says; automatic counts the calls of a step first.
 bool TransformerJobBuilder::layer_collectives_in_network() {
   switch (s_.engine.layer_collectives) {
-    case EngineSpec::LayerComm::network: return true;
-    case EngineSpec::LayerComm::analytic: return false;
-    case EngineSpec::LayerComm::automatic: break;
+    case EngineSpec::LayerComm::network:
+      return true;
+    case EngineSpec::LayerComm::analytic:
+      return false;
+    case EngineSpec::LayerComm::automatic:
+      break;
   }
   int64_t calls = 0;
   const int ranks_per_stage = grid_.ranks() / p_.pp;

@@ -90,10 +90,10 @@ void attention_forward(std::vector<PassItem>& items, const LayerContext& c, cons
   const double kv_len = static_cast<double>(m.sequence);
   if (c.cp > 1) {
     // Each rank needs every rank's keys and values.
-    const double kv_bytes = b * kv_len * 2.0 * static_cast<double>(m.kv_heads / c.tp) *
-                            s.head_dim * s.e;
-    items.push_back(collective(CollectiveOp::all_gather, kv_bytes, LayerGroup::cp,
-                               "cp_all_gather_kv"));
+    const double kv_bytes =
+        b * kv_len * 2.0 * static_cast<double>(m.kv_heads / c.tp) * s.head_dim * s.e;
+    items.push_back(
+        collective(CollectiveOp::all_gather, kv_bytes, LayerGroup::cp, "cp_all_gather_kv"));
   }
   if (m.attention == AttentionKernel::flash) {
     KernelWork work;
@@ -145,12 +145,14 @@ void attention_backward(std::vector<PassItem>& items, const LayerContext& c, con
       items.push_back(kernel(memory_bound("softmax_fp32_backward", scores * (s.e + 12))));
       items.push_back(kernel(memory_bound("scale_mask_backward", scores * (4 + s.e))));
     }
-    items.push_back(kernel(gemm("attention_scores_dgrad_q", q_len, s.head_dim, kv_len, s.e, batch)));
-    items.push_back(kernel(gemm("attention_scores_dgrad_k", kv_len, s.head_dim, q_len, s.e, batch)));
+    items.push_back(
+        kernel(gemm("attention_scores_dgrad_q", q_len, s.head_dim, kv_len, s.e, batch)));
+    items.push_back(
+        kernel(gemm("attention_scores_dgrad_k", kv_len, s.head_dim, q_len, s.e, batch)));
   }
   if (c.cp > 1) {
-    const double kv_bytes = b * kv_len * 2.0 * static_cast<double>(m.kv_heads / c.tp) *
-                            s.head_dim * s.e;
+    const double kv_bytes =
+        b * kv_len * 2.0 * static_cast<double>(m.kv_heads / c.tp) * s.head_dim * s.e;
     items.push_back(collective(CollectiveOp::reduce_scatter, kv_bytes, LayerGroup::cp,
                                "cp_reduce_scatter_dkv"));
   }
@@ -214,26 +216,26 @@ std::vector<PassItem> layer_backward(const LayerContext& c) {
     if (item.kind == PassItem::Kind::collective) item.name = "recompute_" + item.name;
   }
   const double activation_passes = c.model.mlp == MlpKind::swiglu ? 3 : 2;
-  items.push_back(kernel(memory_bound("mlp_residual_backward",
-                                      2 * s.elementwise_tokens * s.hidden * s.e)));
+  items.push_back(
+      kernel(memory_bound("mlp_residual_backward", 2 * s.elementwise_tokens * s.hidden * s.e)));
   region_exit(items, c, s, false);
   linear_backward(items, "mlp_down", s.tokens, s.ffn, s.hidden, s.e);
-  items.push_back(kernel(memory_bound(c.model.mlp == MlpKind::swiglu ? "swiglu_backward"
-                                                                     : "gelu_backward",
-                                      (activation_passes + 1) * s.tokens * s.ffn * s.e)));
+  items.push_back(
+      kernel(memory_bound(c.model.mlp == MlpKind::swiglu ? "swiglu_backward" : "gelu_backward",
+                          (activation_passes + 1) * s.tokens * s.ffn * s.e)));
   linear_backward(items, "mlp_up", s.tokens, s.hidden, s.mlp_in_out, s.e);
   region_entry(items, c, s, false);
-  items.push_back(kernel(memory_bound("mlp_norm_backward",
-                                      3 * s.elementwise_tokens * s.hidden * s.e)));
-  items.push_back(kernel(memory_bound("attention_residual_backward",
-                                      2 * s.elementwise_tokens * s.hidden * s.e)));
+  items.push_back(
+      kernel(memory_bound("mlp_norm_backward", 3 * s.elementwise_tokens * s.hidden * s.e)));
+  items.push_back(kernel(
+      memory_bound("attention_residual_backward", 2 * s.elementwise_tokens * s.hidden * s.e)));
   region_exit(items, c, s, false);
   linear_backward(items, "attention_output", s.tokens, s.hidden / c.tp, s.hidden, s.e);
   attention_backward(items, c, s);
   linear_backward(items, "qkv_projection", s.tokens, s.hidden, s.qkv_out, s.e);
   region_entry(items, c, s, false);
-  items.push_back(kernel(memory_bound("attention_norm_backward",
-                                      3 * s.elementwise_tokens * s.hidden * s.e)));
+  items.push_back(
+      kernel(memory_bound("attention_norm_backward", 3 * s.elementwise_tokens * s.hidden * s.e)));
   return items;
 }
 
@@ -251,9 +253,9 @@ std::vector<PassItem> embedding_backward(const LayerContext& c) {
   std::vector<PassItem> items;
   region_exit(items, c, s, false);
   // Scatter-add the rows into the rank's dense slice of the table gradient.
-  items.push_back(kernel(memory_bound("embedding_backward",
-                                      2 * s.tokens * s.hidden * s.e +
-                                          c.padded_vocab() / c.tp * s.hidden * s.e)));
+  items.push_back(
+      kernel(memory_bound("embedding_backward", 2 * s.tokens * s.hidden * s.e +
+                                                    c.padded_vocab() / c.tp * s.hidden * s.e)));
   return items;
 }
 
@@ -269,8 +271,8 @@ std::vector<PassItem> head_forward(const LayerContext& c) {
   if (c.tp > 1) {
     // Megatron's vocab-parallel cross-entropy: the logits' maximum, the target logit and the sum
     // of exponentials are all-reduced one after the other, one fp32 value per token each.
-    for (const char* name : {"tp_all_reduce_logits_max", "tp_all_reduce_target_logit",
-                             "tp_all_reduce_exp_sum"}) {
+    for (const char* name :
+         {"tp_all_reduce_logits_max", "tp_all_reduce_target_logit", "tp_all_reduce_exp_sum"}) {
       items.push_back(collective(CollectiveOp::all_reduce, 4 * s.tokens, LayerGroup::tp, name));
     }
   }
@@ -284,8 +286,8 @@ std::vector<PassItem> head_backward(const LayerContext& c) {
   items.push_back(kernel(memory_bound("cross_entropy_backward", s.tokens * vocab * (s.e + 4))));
   linear_backward(items, "output_head", s.tokens, s.hidden, vocab, s.e);
   region_entry(items, c, s, false);
-  items.push_back(kernel(memory_bound("final_norm_backward",
-                                      3 * s.elementwise_tokens * s.hidden * s.e)));
+  items.push_back(
+      kernel(memory_bound("final_norm_backward", 3 * s.elementwise_tokens * s.hidden * s.e)));
   return items;
 }
 
@@ -301,7 +303,8 @@ KernelWork zero_gradients(double parameters, int gradient_bytes) {
 
 double layer_parameters(const TransformerSpec& m) {
   const double h = static_cast<double>(m.hidden);
-  const double qkv = static_cast<double>(m.heads + 2 * m.kv_heads) * static_cast<double>(m.head_dim());
+  const double qkv =
+      static_cast<double>(m.heads + 2 * m.kv_heads) * static_cast<double>(m.head_dim());
   const double mlp = static_cast<double>(m.ffn) * h * (m.mlp == MlpKind::swiglu ? 3 : 2);
   return h * qkv + h * h + mlp + 2 * h;
 }

@@ -95,12 +95,12 @@ TEST_CASE("a pipelined broadcast takes (n - 1 + chunks - 1) chunk times at both 
     CAPTURE(static_cast<int>(fidelity));
     CHECK(timed(p, CollectiveOp::broadcast, n, S, Algorithm::ring, fidelity) ==
           Near{expected, 1e-9});
-    CHECK(timed(p, CollectiveOp::reduce, n, S, Algorithm::ring, fidelity) ==
-          Near{expected, 1e-9});
+    CHECK(timed(p, CollectiveOp::reduce, n, S, Algorithm::ring, fidelity) == Near{expected, 1e-9});
   }
 }
 
-TEST_CASE("a streamed protocol pays its rate for one ring step, a store-and-forward one at every step") {
+TEST_CASE(
+    "a streamed protocol pays its rate for one ring step, a store-and-forward one at every step") {
   // Ring all-reduce on 8 GPUs of one node: 2 (n - 1) steps of S/n. Both protocols add their step
   // latency per step; the store-and-forward one puts S/n / e on the wire at every step, the
   // streamed one sends at link speed and pays S/n / (e B) once.
@@ -200,7 +200,8 @@ TEST_CASE("all-reduce bus bandwidth approaches the bottleneck link as size grows
   const PlatformSpec p = platform(8, 1);
   double previous = 0;
   for (double S : {1e5, 1e6, 1e7, 1e8, 1e9}) {
-    const double t = timed(p, CollectiveOp::all_reduce, 8, S, Algorithm::ring, CollectiveFidelity::coarse);
+    const double t =
+        timed(p, CollectiveOp::all_reduce, 8, S, Algorithm::ring, CollectiveFidelity::coarse);
     const double busbw = S / t * bus_factor(CollectiveOp::all_reduce, 8);
     CHECK(busbw > previous);
     previous = busbw;
@@ -214,9 +215,11 @@ TEST_CASE("oversubscription slows traffic that leaves a leaf switch") {
   p.fabric.radix = 16;  // leaves of 8 NICs: one node per leaf
   p.fabric.oversubscription = {1};
   p.collectives.channels = 8;
-  const double full = timed(p, CollectiveOp::all_to_all, 64, 64e6, Algorithm::direct, CollectiveFidelity::coarse);
+  const double full =
+      timed(p, CollectiveOp::all_to_all, 64, 64e6, Algorithm::direct, CollectiveFidelity::coarse);
   p.fabric.oversubscription = {3};  // 12 NICs per leaf: the first leaf holds nodes 0 and half of 1
-  const double over = timed(p, CollectiveOp::all_to_all, 64, 64e6, Algorithm::direct, CollectiveFidelity::coarse);
+  const double over =
+      timed(p, CollectiveOp::all_to_all, 64, 64e6, Algorithm::direct, CollectiveFidelity::coarse);
   CAPTURE(full);
   CAPTURE(over);
   CHECK(over > full * 1.5);
@@ -237,7 +240,8 @@ TEST_CASE("a rail-optimised fabric keeps same-rail traffic on one leaf") {
     engine.collective_fidelity = CollectiveFidelity::step;
     const auto t = testing::in_child([&] {
       // All 16 GPUs exchange with the GPU of the same slot on the other node.
-      const auto rows = sweep_collective(q, engine, CollectiveOp::all_to_all, 16, {256e6}, Algorithm::direct);
+      const auto rows =
+          sweep_collective(q, engine, CollectiveOp::all_to_all, 16, {256e6}, Algorithm::direct);
       return std::vector<double>{rows[0].seconds};
     });
     return t.at(0);

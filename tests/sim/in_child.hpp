@@ -1,12 +1,11 @@
 #pragma once
 
+#include <doctest/doctest.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <functional>
 #include <vector>
-
-#include <doctest/doctest.h>
 
 namespace prismsim::testing {
 

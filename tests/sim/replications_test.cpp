@@ -1,8 +1,9 @@
+#include "montecarlo/replications.hpp"
+
 #include <doctest/doctest.h>
 
 #include <numeric>
 
-#include "montecarlo/replications.hpp"
 #include "near.hpp"
 #include "workload/layer_stack.hpp"
 
@@ -43,7 +44,8 @@ Job pair_job(const Program& first, const Program& second) {
 
 TEST_CASE("replications return every run in order with its own seed") {
   const Scenario s = two_gpu_scenario(3);
-  const Program program{{{ops::ComputeFor{0.5}, ops::Collective{CollectiveOp::all_reduce, 2e6, GroupId(0), 0, std::nullopt}}}};
+  const Program program{{{ops::ComputeFor{0.5}, ops::Collective{CollectiveOp::all_reduce, 2e6,
+                                                                GroupId(0), 0, std::nullopt}}}};
   const Job job = pair_job(program, program);
   Simulation simulation(s, job);
   const auto runs = run_replications(simulation, replications(5, nullptr), 11, 2);
@@ -64,10 +66,12 @@ TEST_CASE("a run that stops early keeps the steps it finished and reports why") 
   // Rank 0 joins one more all-reduce per step than rank 1: the first step completes, then rank 0
   // waits forever for a partner and SimGrid ends the run.
   const Scenario s = two_gpu_scenario(2);
-  const Program greedy{{{ops::ComputeFor{0.5},
-                        ops::Collective{CollectiveOp::all_reduce, 2e6, GroupId(0), 0, std::nullopt},
-                        ops::Collective{CollectiveOp::all_reduce, 2e6, GroupId(0), 0, std::nullopt}}}};
-  const Program normal{{{ops::ComputeFor{0.5}, ops::Collective{CollectiveOp::all_reduce, 2e6, GroupId(0), 0, std::nullopt}}}};
+  const Program greedy{
+      {{ops::ComputeFor{0.5},
+        ops::Collective{CollectiveOp::all_reduce, 2e6, GroupId(0), 0, std::nullopt},
+        ops::Collective{CollectiveOp::all_reduce, 2e6, GroupId(0), 0, std::nullopt}}}};
+  const Program normal{{{ops::ComputeFor{0.5}, ops::Collective{CollectiveOp::all_reduce, 2e6,
+                                                               GroupId(0), 0, std::nullopt}}}};
   const Job job = pair_job(greedy, normal);
   Simulation simulation(s, job);
   const auto runs = run_replications(simulation, replications(2, nullptr), 1, 2);

@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "collectives/cost_model.hpp"
 #include "config/scenario_loader.hpp"
 #include "in_child.hpp"
 #include "near.hpp"
@@ -11,7 +12,6 @@
 #include "workload/compute_model.hpp"
 #include "workload/pipeline_schedule.hpp"
 #include "workload/transformer_job.hpp"
-#include "collectives/cost_model.hpp"
 #include "workload/transformer_model.hpp"
 
 using prismsim::testing::Near;
@@ -79,9 +79,9 @@ std::pair<double, double> stage_seconds(const Scenario& s, int vs, int stages, i
 
 double optimizer_seconds(const Scenario& s, double parameters) {
   const int gradient_bytes = bytes_per_element(s.parallelism.gradient_reduce_precision);
-  return kernel_seconds(optimizer_step(parameters, gradient_bytes,
-                                       bytes_per_element(s.workload.precision)),
-                        s.platform.gpu, s.workload.precision) +
+  return kernel_seconds(
+             optimizer_step(parameters, gradient_bytes, bytes_per_element(s.workload.precision)),
+             s.platform.gpu, s.workload.precision) +
          kernel_seconds(zero_gradients(parameters, gradient_bytes), s.platform.gpu,
                         s.workload.precision);
 }
@@ -135,7 +135,7 @@ void check_pipeline(const Scenario& s, double epsilon) {
   // embedding, as the last stage does its layer and the head.
   // Then every stage reduces the gradient norm with the others (8 bytes) before its optimizer.
   const double norm = predicted_call_seconds({0, 1, 2, 3}, topology, s.platform,
-                                              CollectiveOp::all_reduce, 8, Algorithm::automatic);
+                                             CollectiveOp::all_reduce, 8, Algorithm::automatic);
   const double expected =
       pipeline_makespan(s.parallelism.schedule, p, 1, m, forward, backward, transfer) + norm +
       optimizer_seconds(s, layer_parameters(c.model) + embedding_parameters(c));
@@ -172,10 +172,10 @@ TEST_CASE("a 1F1B pipeline on NVLink matches the closed-form schedule") {
 TEST_CASE("a 1F1B pipeline on slow links matches the closed-form schedule with transfers") {
   // 263 us per activation transfer, comparable to a pass. The simulated step is 15 ns (1.1e-6 of
   // it) short of the closed form (measured): SimGrid's 1 ns time precision over the step's events.
-  check_pipeline(tiny({"parallelism.gpus=4", "parallelism.tp=1", "parallelism.pp=4",
-                       "parallelism.dp=1", "platform.node.nvlink.bandwidth=1GBps",
-                       "parallelism.pipeline_sends=async"}),
-                 2e-6);
+  check_pipeline(
+      tiny({"parallelism.gpus=4", "parallelism.tp=1", "parallelism.pp=4", "parallelism.dp=1",
+            "platform.node.nvlink.bandwidth=1GBps", "parallelism.pipeline_sends=async"}),
+      2e-6);
 }
 
 namespace {
@@ -284,9 +284,12 @@ TEST_CASE("simulating one rank per tensor-parallel group gives every step time o
   // Analytic TP on a non-blocking fabric: positions of a TP group never share a constraint.
   for (const char* dp : {"ddp", "zero1", "fsdp"}) {
     CAPTURE(dp);
-    const std::vector<std::string> common = {
-        "parallelism.gpus=16", "parallelism.tp=4", "parallelism.pp=2", "parallelism.dp=2",
-        "engine.layer_collectives=analytic", std::string("parallelism.data_parallel=") + dp};
+    const std::vector<std::string> common = {"parallelism.gpus=16",
+                                             "parallelism.tp=4",
+                                             "parallelism.pp=2",
+                                             "parallelism.dp=2",
+                                             "engine.layer_collectives=analytic",
+                                             std::string("parallelism.data_parallel=") + dp};
     auto with = [&](const char* symmetry) {
       auto overrides = common;
       overrides.push_back(std::string("engine.tensor_parallel_symmetry=") + symmetry);
@@ -308,9 +311,9 @@ TEST_CASE("simulating one rank per tensor-parallel group gives every step time o
 
 TEST_CASE("tensor-parallel symmetry is not used where positions could share a link") {
   // An oversubscribed leaf tier can limit flows of different GPUs together.
-  const Scenario s = tiny({"parallelism.gpus=16", "parallelism.tp=4", "parallelism.pp=2",
-                           "parallelism.dp=2", "engine.layer_collectives=analytic",
-                           "platform.fabric.oversubscription=[2]"});
+  const Scenario s =
+      tiny({"parallelism.gpus=16", "parallelism.tp=4", "parallelism.pp=2", "parallelism.dp=2",
+            "engine.layer_collectives=analytic", "platform.fabric.oversubscription=[2]"});
   CHECK(build_transformer_job(s, Topology(s.platform)).representative.empty());
   // Nor with TP collectives in the network.
   const Scenario network = tiny({"parallelism.gpus=16", "parallelism.tp=4", "parallelism.pp=2",

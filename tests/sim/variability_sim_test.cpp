@@ -30,8 +30,8 @@ std::vector<double> simulate(const Scenario& s, int run = 0) {
     const Job job = build_job(s, topology);
     Simulation simulation(s, job, std::move(topology));
     const VariationModel model(s.variability, s, simulation.topology(), job);
-    const RunRequest request{run, run_seed(s.simulation.seed, static_cast<uint64_t>(run)), &model,
-                             {}};
+    const RunRequest request{
+        run, run_seed(s.simulation.seed, static_cast<uint64_t>(run)), &model, {}};
     std::vector<double> times;
     const RunResult result = simulation.run(request, [&](int, double t) { times.push_back(t); });
     times.push_back(result.peak_temperature_c);
@@ -124,9 +124,9 @@ TEST_CASE("collective jitter stretches a network collective by its slowdown") {
 TEST_CASE("transfer jitter stretches a pipeline transfer's bandwidth time by its slowdown") {
   // Two pipeline stages in one node, one microbatch: the step's critical path holds the forward
   // transfer and the backward one, so it grows linearly with the transfers' slowdown.
-  const std::vector<std::string> base = {"simulation.steps=1", "parallelism.gpus=2",
-                                         "parallelism.tp=1", "parallelism.dp=1", "parallelism.pp=2",
-                                         "workload.global_batch=1", "workload.microbatch=1"};
+  const std::vector<std::string> base = {
+      "simulation.steps=1", "parallelism.gpus=2",      "parallelism.tp=1",     "parallelism.dp=1",
+      "parallelism.pp=2",   "workload.global_batch=1", "workload.microbatch=1"};
   const auto step_with = [&](const std::string& slowdown) {
     auto overrides = base;
     overrides.push_back("variability={network: {transfer_jitter: {intra_node: " + slowdown + "}}}");
@@ -184,7 +184,7 @@ TEST_CASE("thermal throttling heats busy GPUs and slows their steps") {
     return simulate(load_scenario(kTinyGpt, overrides));
   };
   const auto cool = with_throttle("200");  // never throttles
-  const auto hot = with_throttle("36");  // just above the idle steady state (35 C)
+  const auto hot = with_throttle("36");    // just above the idle steady state (35 C)
   const auto none = simulate(load_scenario(kTinyGpt, base));
   REQUIRE(cool.size() == 4);
   REQUIRE(hot.size() == 4);
@@ -201,10 +201,9 @@ TEST_CASE("thermal throttling heats busy GPUs and slows their steps") {
 namespace {
 
 /// tiny-gpt on one GPU: no communication, so a step is the sum of its compute and host waits.
-const std::vector<std::string> kOneGpu = {"simulation.steps=1",   "parallelism.gpus=1",
-                                          "parallelism.tp=1",     "parallelism.pp=1",
-                                          "parallelism.dp=1",     "host.kernel_launch=0s",
-                                          "host.collective_launch=0s", "host.step=0s"};
+const std::vector<std::string> kOneGpu = {
+    "simulation.steps=1", "parallelism.gpus=1",    "parallelism.tp=1",          "parallelism.pp=1",
+    "parallelism.dp=1",   "host.kernel_launch=0s", "host.collective_launch=0s", "host.step=0s"};
 
 double one_gpu_step(const std::string& variability) {
   auto overrides = kOneGpu;

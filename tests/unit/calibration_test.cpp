@@ -1,12 +1,12 @@
+#include <doctest/doctest.h>
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <random>
 #include <string>
-
-#include <doctest/doctest.h>
-#include <fmt/format.h>
 
 #include "calibration_output.hpp"
 #include "core/diagnostics.hpp"
@@ -54,10 +54,11 @@ TEST_CASE("kernel names lose return type and parameters, and template arguments 
         "at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>, "
         "at::detail::Array<char*, 1> >");
   CHECK(normalise_kernel_name("void at::native::(anonymous namespace)::softmax_warp_forward<float, "
-                              "float, 4>(float*, float const*, int)", true) ==
-        "at::native::(anonymous namespace)::softmax_warp_forward");
-  CHECK(normalise_kernel_name("sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64", false) ==
-        "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64");
+                              "float, 4>(float*, float const*, int)",
+                              true) == "at::native::(anonymous namespace)::softmax_warp_forward");
+  CHECK(
+      normalise_kernel_name("sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64", false) ==
+      "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64");
   CHECK(normalise_kernel_name("mlp_up", true) == "mlp_up");
   CHECK(kernel_class_by_name("sm90_xmma_gemm_bf16bf16_bf16f32") == "gemm");
   CHECK(kernel_class_by_name("flash_fwd_kernel") == "attention");
@@ -68,7 +69,8 @@ TEST_CASE("kernel names lose return type and parameters, and template arguments 
 TEST_CASE("NCCL kernel names give the collective, profiler dtypes their size") {
   CHECK(collective_from_name("ncclDevKernel_AllReduce_Sum_bf16_RING_LL")->op == "all_reduce");
   CHECK(collective_from_name("ncclKernel_AllGather_RING_LL_Sum_int8_t")->op == "all_gather");
-  CHECK(collective_from_name("ncclDevKernel_ReduceScatter_Sum_f32_RING_LL")->op == "reduce_scatter");
+  CHECK(collective_from_name("ncclDevKernel_ReduceScatter_Sum_f32_RING_LL")->op ==
+        "reduce_scatter");
   CHECK(collective_from_name("ncclDevKernel_SendRecv")->kind == SampleKind::p2p);
   CHECK(collective_from_name("_allgather_base")->op == "all_gather");
   CHECK_FALSE(collective_from_name("gelu").has_value());
@@ -108,7 +110,8 @@ TEST_CASE("a Kineto trace gives kernels by GPU and collective calls matched acro
   };
   SignatureOptions options;
   const SampleSet set = read_calibration_inputs(
-      {temp_file("rank0.json", trace(0, 10, 50)), temp_file("rank1.json", trace(1, 12, 20))}, options);
+      {temp_file("rank0.json", trace(0, 10, 50)), temp_file("rank1.json", trace(1, 12, 20))},
+      options);
   REQUIRE(set.signatures().size() == 2);
   CHECK(set.signatures()[0].name == "gemm<128>");
   CHECK(set.signatures()[0].kernel_class == "gemm");
@@ -163,26 +166,46 @@ TEST_CASE("with by_shape, a kernel's signature has its launching operator's inpu
 TEST_CASE("bad traces and sample files are reported with file, line and column") {
   SignatureOptions options;
   SampleSet set(options);
-  CHECK(input_error([&] { read_kineto_trace(temp_file("bad.json", "{\"traceEvents\": [\n  {\"ph\": \"X\",}]}"), set); })
-            .ends_with("bad.json:2:14: error: expected a member name in double quotes"));
-  CHECK(input_error([&] { read_kineto_trace(temp_file("cpu.json", R"({"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "dur": 3}]})"), set); })
-            .find("no GPU kernel events") != std::string::npos);
-  CHECK(input_error([&] { read_kineto_trace(temp_file("neg.json", R"({"traceEvents": [{"ph": "X", "cat": "kernel", "name": "k", "dur": -3}]})"), set); })
-            .ends_with("neg.json:1:18: error: negative duration -3 us of kernel 'k'"));
-  CHECK(input_error([&] { read_samples_csv(temp_file("zero.csv", "name,duration_us\nmlp_up,12\nmlp_up,0\n"), set); })
-            .ends_with("zero.csv:3:8: error: duration_us must be a positive number of microseconds, got '0'"));
-  CHECK(input_error([&] { read_samples_csv(temp_file("cols.csv", "name,duration_us,rack\n"), set); })
-            .ends_with("cols.csv:1:18: error: unknown column 'rack': expected name, duration_us, gpu, node, step"));
-  CHECK(input_error([&] { read_samples_csv(temp_file("quote.csv", "name,duration_us\n\"a,b,1\n"), set); })
-            .ends_with("quote.csv:2:1: error: unterminated quoted field"));
+  CHECK(input_error([&] {
+          read_kineto_trace(temp_file("bad.json", "{\"traceEvents\": [\n  {\"ph\": \"X\",}]}"),
+                            set);
+        }).ends_with("bad.json:2:14: error: expected a member name in double quotes"));
+  CHECK(
+      input_error([&] {
+        read_kineto_trace(
+            temp_file(
+                "cpu.json",
+                R"({"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "dur": 3}]})"),
+            set);
+      }).find("no GPU kernel events") != std::string::npos);
+  CHECK(
+      input_error([&] {
+        read_kineto_trace(
+            temp_file("neg.json",
+                      R"({"traceEvents": [{"ph": "X", "cat": "kernel", "name": "k", "dur": -3}]})"),
+            set);
+      }).ends_with("neg.json:1:18: error: negative duration -3 us of kernel 'k'"));
+  CHECK(input_error([&] {
+          read_samples_csv(temp_file("zero.csv", "name,duration_us\nmlp_up,12\nmlp_up,0\n"), set);
+        })
+            .ends_with("zero.csv:3:8: error: duration_us must be a positive number of "
+                       "microseconds, got '0'"));
+  CHECK(
+      input_error([&] { read_samples_csv(temp_file("cols.csv", "name,duration_us,rack\n"), set); })
+          .ends_with("cols.csv:1:18: error: unknown column 'rack': expected name, duration_us, "
+                     "gpu, node, step"));
+  CHECK(input_error([&] {
+          read_samples_csv(temp_file("quote.csv", "name,duration_us\n\"a,b,1\n"), set);
+        }).ends_with("quote.csv:2:1: error: unterminated quoted field"));
 }
 
 TEST_CASE("inputs found by fuzzing are reported, not crashed on") {
   SignatureOptions options;
   SampleSet set(options);
   // A repeated column used to index past the row's fields (heap-buffer-overflow).
-  CHECK(input_error([&] { read_samples_csv(temp_file("repeat.csv", "name,duration_us,name\nk,1\n"), set); })
-            .ends_with("repeat.csv:1:18: error: duplicate column 'name' (first at column 1)"));
+  CHECK(input_error([&] {
+          read_samples_csv(temp_file("repeat.csv", "name,duration_us,name\nk,1\n"), set);
+        }).ends_with("repeat.csv:1:18: error: duplicate column 'name' (first at column 1)"));
   // Ranks beyond an int used to wrap; they are refused where their digits are.
   const std::string collective =
       R"({"distributedInfo": {"rank": 0}, "traceEvents": [{"ph": "X", "cat": "kernel", )"
@@ -193,21 +216,41 @@ TEST_CASE("inputs found by fuzzing are reported, not crashed on") {
     text.replace(text.find("RANK"), 4, rank);
     return text;
   };
-  CHECK(input_error([&] { read_kineto_trace(temp_file("rank.json", with_rank("4294967296")), set); })
-            .ends_with("rank.json:1:186: error: rank 4294967296 in \"Process Group Ranks\" is "
-                       "beyond the largest supported, 2147483647"));
+  CHECK(
+      input_error([&] { read_kineto_trace(temp_file("rank.json", with_rank("4294967296")), set); })
+          .ends_with("rank.json:1:186: error: rank 4294967296 in \"Process Group Ranks\" is "
+                     "beyond the largest supported, 2147483647"));
   SampleSet ok(options);
   read_kineto_trace(temp_file("rank-max.json", with_rank("2147483647")), ok);
   ok.match_calls();
   CHECK(ok.signatures().size() == 1);
   CHECK(ok.signatures()[0].name.ends_with("inter_node"));
   // JSON has no infinities; from_chars reads "-inf" and "-nan" all the same.
-  CHECK(input_error([&] { read_kineto_trace(temp_file("inf.json", R"({"traceEvents": [{"ph": "X", "cat": "kernel", "name": "k", "dur": -inf}]})"), set); })
-            .ends_with("inf.json:1:67: error: invalid number"));
-  CHECK(input_error([&] { read_kineto_trace(temp_file("pid.json", R"({"traceEvents": [{"ph": "X", "cat": "kernel", "name": "k", "dur": 1, "pid": 1e300}]})"), set); })
-            .ends_with("pid.json:1:18: error: a GPU kernel event's pid must be an integer from 0 to 2147483647, got 1e+300"));
-  CHECK(input_error([&] { read_kineto_trace(temp_file("pid-nan.json", R"({"traceEvents": [{"ph": "X", "cat": "kernel", "name": "k", "dur": 1, "pid": "nan"}]})"), set); })
-            .find("pid must be an integer") != std::string::npos);
+  CHECK(input_error([&] {
+          read_kineto_trace(
+              temp_file(
+                  "inf.json",
+                  R"({"traceEvents": [{"ph": "X", "cat": "kernel", "name": "k", "dur": -inf}]})"),
+              set);
+        }).ends_with("inf.json:1:67: error: invalid number"));
+  CHECK(
+      input_error([&] {
+        read_kineto_trace(
+            temp_file(
+                "pid.json",
+                R"({"traceEvents": [{"ph": "X", "cat": "kernel", "name": "k", "dur": 1, "pid": 1e300}]})"),
+            set);
+      })
+          .ends_with("pid.json:1:18: error: a GPU kernel event's pid must be an integer from 0 to "
+                     "2147483647, got 1e+300"));
+  CHECK(
+      input_error([&] {
+        read_kineto_trace(
+            temp_file(
+                "pid-nan.json",
+                R"({"traceEvents": [{"ph": "X", "cat": "kernel", "name": "k", "dur": 1, "pid": "nan"}]})"),
+            set);
+      }).find("pid must be an integer") != std::string::npos);
 }
 
 TEST_CASE("Otsu's threshold separates two populations and leaves one alone") {
@@ -250,7 +293,8 @@ TEST_CASE("fits choose the family a sample came from, else keep the sample") {
 
   // Two well-separated modes: no family fits, the empirical quantiles stand in.
   std::vector<double> bimodal;
-  for (int i = 0; i < 5000; ++i) bimodal.push_back(i % 10 == 0 ? 2.0 * lognormal(rng) : lognormal(rng));
+  for (int i = 0; i < 5000; ++i)
+    bimodal.push_back(i % 10 == 0 ? 2.0 * lognormal(rng) : lognormal(rng));
   const SlowdownFit mixed = fit_slowdowns(bimodal, options);
   CHECK(mixed.chosen == "empirical");
   CHECK(mixed.distribution.samples.size() == options.empirical_points);
@@ -266,7 +310,8 @@ TEST_CASE("calibration splits GPU speed from kernel noise and finds the slow nod
   SignatureOptions signature;
   SampleSet set(signature);
   const double nominal_s[] = {10e-6, 250e-6, 1.2e-3};
-  const char* names[] = {"vectorized_elementwise_kernel", "sm90_xmma_gemm_bf16", "flash_fwd_kernel"};
+  const char* names[] = {"vectorized_elementwise_kernel", "sm90_xmma_gemm_bf16",
+                         "flash_fwd_kernel"};
   std::vector<uint32_t> sigs;
   for (const char* name : names) sigs.push_back(set.kernel_signature(name, "", ""));
   for (int g = 0; g < 64; ++g) {
@@ -288,7 +333,8 @@ TEST_CASE("calibration splits GPU speed from kernel noise and finds the slow nod
   const double per_gpu_sd = per_gpu.family == DistributionSpec::Family::lognormal
                                 ? per_gpu.sigma
                                 : std::sqrt(distribution_quantile(per_gpu, 0.8413) /
-                                            distribution_quantile(per_gpu, 0.1587)) - 1;
+                                            distribution_quantile(per_gpu, 0.1587)) -
+                                      1;
   CHECK(per_gpu_sd == Near{0.03, 0.25});
   CHECK(c.spatial.node_sigma < 0.015);
   // Kernel noise per class, around each signature's nominal.

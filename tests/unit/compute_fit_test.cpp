@@ -1,6 +1,6 @@
-#include <cmath>
-
 #include <doctest/doctest.h>
+
+#include <cmath>
 
 #include "microbenchmarks.hpp"
 #include "near.hpp"
@@ -19,8 +19,9 @@ TEST_CASE("a GEMM fit recovers efficiency, size dependence and latency from exac
     }
   }
   // A memory-bound shape too.
-  samples.push_back({0, 800000, 192, 768,
-                     2 * 800000.0 * 192 * 768 / gemm_model_seconds(known, machine, 800000, 192, 768)});
+  samples.push_back(
+      {0, 800000, 192, 768,
+       2 * 800000.0 * 192 * 768 / gemm_model_seconds(known, machine, 800000, 192, 768)});
   const GemmFit fit = fit_gemm(samples, machine);
   CHECK(fit.model.efficiency == Near{0.7, 1e-3});
   CHECK(fit.model.half_size == Near{120, 1e-2});

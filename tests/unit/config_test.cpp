@@ -92,14 +92,14 @@ TEST_CASE("overrides change values after includes and are validated like the fil
 
   CHECK(errors_of(kExample, {"platform.node.nic.bandwidth=fast"}) ==
         std::string{"--set:1:29: error: invalid value 'fast' for "
-                                 "'platform.node.nic.bandwidth': expected a bandwidth such as "
-                                 "'400Gbps'"});
+                    "'platform.node.nic.bandwidth': expected a bandwidth such as "
+                    "'400Gbps'"});
   CHECK(errors_of(kExample, {"simulation.runs=2", "platform.node.nick.bandwidth=1Gbps"}) ==
         std::string{"--set:2:15: error: unknown key 'platform.node.nick' (did you "
-                                 "mean 'nic'?)"});
+                    "mean 'nic'?)"});
   CHECK(errors_of(kExample, {"platform.datacenters.3.nodes=1"}) ==
         std::string{"--set:1:22: error: unknown path 'platform.datacenters.3.nodes': "
-                                 "'platform.datacenters' is a list of 1 element(s)"});
+                    "'platform.datacenters' is a list of 1 element(s)"});
   CHECK(errors_of(kExample, {"nonsense"}) ==
         std::string{"--set:1:1: error: expected PATH=VALUE, got 'nonsense'"});
 }
@@ -131,12 +131,13 @@ simulaton: {runs: 2}
 )");
   const auto path_text = scratch.dir.string() + "/i.yaml";
   CHECK(errors_of(inline_path) ==
-      path_text + ":8:48: error: 'workload.layers' must be at least 1, got 0" +
-      "\n" + path_text + ":8:58: error: missing required key 'workload.layer.forward_flops_per_sample'" +
-      "\n" + path_text + ":8:87: error: invalid value 'bf17' for 'workload.precision': expected one of "
-                  "fp32, tf32, bf16, fp16, fp8 (did you mean 'bf16'?)" +
-      "\n" + path_text + ":9:22: error: duplicate key 'dp' (first defined at line 9)" +
-      "\n" + path_text + ":10:1: error: unknown key 'simulaton' (did you mean 'simulation'?)");
+        path_text + ":8:48: error: 'workload.layers' must be at least 1, got 0" + "\n" + path_text +
+            ":8:58: error: missing required key 'workload.layer.forward_flops_per_sample'" + "\n" +
+            path_text +
+            ":8:87: error: invalid value 'bf17' for 'workload.precision': expected one of "
+            "fp32, tf32, bf16, fp16, fp8 (did you mean 'bf16'?)" +
+            "\n" + path_text + ":9:22: error: duplicate key 'dp' (first defined at line 9)" + "\n" +
+            path_text + ":10:1: error: unknown key 'simulaton' (did you mean 'simulation'?)");
 }
 
 TEST_CASE("cross-section rules are checked") {
@@ -150,14 +151,14 @@ TEST_CASE("cross-section rules are checked") {
   // Rules spanning sections point at the value that broke them, even when it came from --set.
   CHECK(errors_of(path, {"parallelism.gpus=8"}) ==
         std::string{loc + ":18:14: error: parallel degrees dp 16 x tp 1 x pp 1 x cp 1 = 16 "
-                                       "do not match 'parallelism.gpus' 8"});
+                          "do not match 'parallelism.gpus' 8"});
   CHECK(errors_of(path, {"parallelism.dp=32", "workload.global_batch=32"}) ==
         std::string{loc + ":18:14: error: the scenario needs 32 GPUs but platform "
-                                       "'tiny' holds 16"});
+                          "'tiny' holds 16"});
   CHECK(errors_of(path, {"platform.datacenters.0.nodes=9"}) ==
         std::string{"--set:1:30: error: datacenter 'a' has 36 NICs but a 2-level "
-                                       "fat-tree of radix 8 holds at most 32"});
+                    "fat-tree of radix 8 holds at most 32"});
   CHECK(errors_of(path, {"workload.global_batch=24"}) ==
         std::string{"--set:1:23: error: 'workload.global_batch' 24 is not a "
-                                       "multiple of dp 16 x microbatch 1"});
+                    "multiple of dp 16 x microbatch 1"});
 }

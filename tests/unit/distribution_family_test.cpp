@@ -168,8 +168,7 @@ TEST_CASE("gamma quantiles match closed forms for shape 0.5 and shape 9") {
   CHECK(distribution_mean(chi2) == Near{1.0});
   // Far in the lower tail P(k, t) ~ t^k / Gamma(k + 1): u = sqrt(t / pi) x 2, so t = pi u^2 / 4
   // and x = 2 t.
-  CHECK(distribution_quantile(chi2, 1e-12) ==
-        Near{2 * 3.14159265358979 * 1e-24 / 4, 1e-9});
+  CHECK(distribution_quantile(chi2, 1e-12) == Near{2 * 3.14159265358979 * 1e-24 / 4, 1e-9});
 
   // Shape 9 (Erlang): P(9, t) = 1 - exp(-t) sum_{i < 9} t^i / i!, which is 0.5443474 at t = 9.
   const DistributionSpec erlang = gamma(9, 0.1, 1);
@@ -186,8 +185,7 @@ TEST_CASE("gamma quantiles match closed forms for shape 0.5 and shape 9") {
   for (double t : {2.0, 6.0, 9.0, 15.0, 30.0}) {
     CAPTURE(t);
     CHECK(distribution_cdf(erlang, 1 + 0.1 * t) == Near{erlang_cdf(t), 1e-12});
-    CHECK(distribution_quantile(erlang, erlang_cdf(t)) ==
-          Near{1 + 0.1 * t, 1e-10});
+    CHECK(distribution_quantile(erlang, erlang_cdf(t)) == Near{1 + 0.1 * t, 1e-10});
   }
   CHECK(distribution_mean(erlang) == Near{1.9});
 }

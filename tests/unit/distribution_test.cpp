@@ -1,10 +1,11 @@
-#include <cmath>
+#include "stats/distribution.hpp"
 
 #include <doctest/doctest.h>
 
+#include <cmath>
+
 #include "core/seeds.hpp"
 #include "near.hpp"
-#include "stats/distribution.hpp"
 
 using prismsim::testing::Near;
 
@@ -78,7 +79,8 @@ TEST_CASE("the KS distance of a sample to itself is 0 and to a shifted copy as c
 }
 
 TEST_CASE("Spearman's rank correlation: +1 for the same order, -1 reversed, ties averaged") {
-  CHECK(spearman_correlation({1, 2, 3, 4}, {10, 20, 30, 400}) == prismsim::testing::Near{1.0, 1e-12});
+  CHECK(spearman_correlation({1, 2, 3, 4}, {10, 20, 30, 400}) ==
+        prismsim::testing::Near{1.0, 1e-12});
   CHECK(spearman_correlation({1, 2, 3, 4}, {4, 3, 2, 1}) == prismsim::testing::Near{-1.0, 1e-12});
   // Ranks (1, 2, 3) against (1.5, 1.5, 3): r = 0.866.
   CHECK(spearman_correlation({1, 2, 3}, {5, 5, 7}) ==

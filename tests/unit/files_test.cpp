@@ -1,3 +1,6 @@
+#include "core/files.hpp"
+
+#include <doctest/doctest.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -5,10 +8,6 @@
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
-
-#include <doctest/doctest.h>
-
-#include "core/files.hpp"
 
 using namespace prismsim;
 namespace fs = std::filesystem;

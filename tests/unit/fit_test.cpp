@@ -1,4 +1,3 @@
-#include "near.hpp"
 #include "variability/fit.hpp"
 
 #include <doctest/doctest.h>
@@ -9,6 +8,7 @@
 #include <vector>
 
 #include "core/seeds.hpp"
+#include "near.hpp"
 #include "variability/distribution.hpp"
 
 using prismsim::testing::Near;
@@ -42,8 +42,7 @@ TEST_CASE("a normal fit is the sample's mean and population deviation, with its 
   const Fit fit = fit_normal({1, 2, 3});
   CHECK(fit.distribution.mean == Near{2});
   CHECK(fit.distribution.stddev == Near{std::sqrt(2.0 / 3)});
-  CHECK(fit.log_likelihood ==
-        Near{-1.5 * (std::log(2 * std::numbers::pi * 2.0 / 3) + 1)});
+  CHECK(fit.log_likelihood == Near{-1.5 * (std::log(2 * std::numbers::pi * 2.0 / 3) + 1)});
 }
 
 TEST_CASE("maximum-likelihood fits recover the parameters of what they are fitted to") {

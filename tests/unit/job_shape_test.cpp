@@ -1,3 +1,5 @@
+#include "workload/job_shape.hpp"
+
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -7,7 +9,6 @@
 #include "config/scenario_loader.hpp"
 #include "platform/topology.hpp"
 #include "workload/job_builder.hpp"
-#include "workload/job_shape.hpp"
 #include "workload/run_estimate.hpp"
 
 using namespace prismsim;

@@ -1,10 +1,10 @@
-#include <cmath>
-#include <limits>
-#include <sstream>
+#include "core/json.hpp"
 
 #include <doctest/doctest.h>
 
-#include "core/json.hpp"
+#include <cmath>
+#include <limits>
+#include <sstream>
 
 using namespace prismsim;
 using Layout = JsonWriter::Layout;
@@ -14,9 +14,10 @@ TEST_CASE("json: a block object indents each member two spaces per level") {
   j.begin_object().member("a", 1).key("b").begin_object().member("c", "x").end();
   j.key("d").begin_object(Layout::line).member("e", 0.5).key("f").values(std::vector<int>{1, 2});
   j.end().key("g").begin_array().end().end();
-  CHECK(j.text() ==
-        "{\n  \"a\": 1,\n  \"b\": {\n    \"c\": \"x\"\n  },\n  \"d\": {\"e\": 0.5, \"f\": [1, 2]},\n"
-        "  \"g\": []\n}");
+  CHECK(
+      j.text() ==
+      "{\n  \"a\": 1,\n  \"b\": {\n    \"c\": \"x\"\n  },\n  \"d\": {\"e\": 0.5, \"f\": [1, 2]},\n"
+      "  \"g\": []\n}");
 }
 
 TEST_CASE("json: compact and rows layouts leave out spaces; rows put members on lines") {
@@ -38,7 +39,11 @@ TEST_CASE("json: wrap starts the next member one column right of the opening bra
 
 TEST_CASE("json: numbers read back exactly; what JSON cannot hold is null") {
   JsonWriter j;
-  j.begin_array(Layout::line).value(0.1).value(1e-300).value(2.0).value(uint64_t{18446744073709551615u});
+  j.begin_array(Layout::line)
+      .value(0.1)
+      .value(1e-300)
+      .value(2.0)
+      .value(uint64_t{18446744073709551615u});
   j.value(std::nan("")).value(std::numeric_limits<double>::infinity()).significant(1.23456789, 3);
   j.value(true).null().end();
   CHECK(j.text() == "[0.1, 1e-300, 2, 18446744073709551615, null, null, 1.23, true, null]");

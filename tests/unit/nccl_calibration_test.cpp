@@ -1,12 +1,11 @@
 #include <doctest/doctest.h>
+#include <fmt/format.h>
 
 #include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <string>
 #include <vector>
-
-#include <fmt/format.h>
 
 #include "nccl_fit.hpp"
 #include "nccl_log.hpp"
@@ -74,7 +73,8 @@ std::vector<std::string> all_but(const std::vector<std::string>& free) {
 }  // namespace
 
 TEST_CASE("a simulated nccl-tests table reads back with the measured-log reader, field for field") {
-  for (CollectiveOp op : {CollectiveOp::all_reduce, CollectiveOp::broadcast, CollectiveOp::all_gather}) {
+  for (CollectiveOp op :
+       {CollectiveOp::all_reduce, CollectiveOp::broadcast, CollectiveOp::all_gather}) {
     for (bool algorithm_column : {false, true}) {
       CAPTURE(to_string(op));
       CAPTURE(algorithm_column);
@@ -106,11 +106,13 @@ TEST_CASE("a simulated nccl-tests table reads back with the measured-log reader,
         CAPTURE(i);
         CHECK(m.bytes == rows[i].bytes);
         const double elements = rows[i].bytes / 4;
-        CHECK(m.count == static_cast<int64_t>(op == CollectiveOp::all_gather ? elements / 16 : elements));
+        CHECK(m.count ==
+              static_cast<int64_t>(op == CollectiveOp::all_gather ? elements / 16 : elements));
         CHECK(m.type == "float");
         CHECK(m.redop == (op == CollectiveOp::all_reduce ? "sum" : "none"));
         CHECK(m.root == (op == CollectiveOp::broadcast ? "0" : "-1"));
-        const double in_place = rows[i].in_place_seconds > 0 ? rows[i].in_place_seconds : rows[i].seconds;
+        const double in_place =
+            rows[i].in_place_seconds > 0 ? rows[i].in_place_seconds : rows[i].seconds;
         const std::pair<const NcclResult*, double> halves[] = {{&m.out_of_place, rows[i].seconds},
                                                                {&m.in_place, in_place}};
         for (const auto& [half, seconds] : halves) {
@@ -136,8 +138,10 @@ TEST_CASE("the measured-log reader reads old and new nccl-tests headers, with MP
       "# nThread 1 nGpus 1 minBytes 4 maxBytes 8 step: 2(factor) warmup iters: 5 iters: 100\n"
       "#   Rank  0 Pid 1 on      a0008 device  0 [0x27] A100-SXM4-40GB\n"
       "#   Rank  1 Pid 2 on      a0009 device  0 [0x27] A100-SXM4-40GB\n"
-      "#       size         count    type    root     time   algbw   busbw  error     time   algbw   busbw  error\n"
-      "           4             1   float       0     7.79    0.00    0.00  0e+00     7.46    0.00    0.00  0e+00\n"
+      "#       size         count    type    root     time   algbw   busbw  error     time   algbw "
+      "  busbw  error\n"
+      "           4             1   float       0     7.79    0.00    0.00  0e+00     7.46    0.00 "
+      "   0.00  0e+00\n"
       "# Avg bus bandwidth    : 0.5 \n";
   const NcclLog old_log = parse_nccl_log(old_format, "broadcast_2gpu.log");
   CHECK(old_log.op == CollectiveOp::broadcast);
@@ -150,9 +154,12 @@ TEST_CASE("the measured-log reader reads old and new nccl-tests headers, with MP
   CHECK(old_log.avg_busbw_GBps == 0.5);
   // New format with MPI tags and a 0-byte row (skipped).
   const std::string tagged =
-      "[1,0]<stdout>:#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong\n"
-      "[1,0]<stdout>:           0             0     float     sum      -1    15.51    0.00    0.00      0    15.52    0.00    0.00      0\n"
-      "[1,0]<stdout>:    67108864      16777216     float     sum      -1    996.0   67.38  126.33      0   1001.7   66.99  125.62      0\n";
+      "[1,0]<stdout>:#       size         count      type   redop    root     time   algbw   busbw "
+      "#wrong     time   algbw   busbw #wrong\n"
+      "[1,0]<stdout>:           0             0     float     sum      -1    15.51    0.00    0.00 "
+      "     0    15.52    0.00    0.00      0\n"
+      "[1,0]<stdout>:    67108864      16777216     float     sum      -1    996.0   67.38  126.33 "
+      "     0   1001.7   66.99  125.62      0\n";
   const NcclLog log = parse_nccl_log(tagged, "all_reduce_16gpu.log");
   REQUIRE(log.points.size() == 1);
   CHECK(log.points[0].time_s == Near{996.0e-6, 1e-12});
@@ -166,8 +173,8 @@ TEST_CASE("a bus-bandwidth table gives one log per GPU count, filtered by column
     std::ofstream out(path);
     out << "system,gpus,busbw_GBps,busbw_nvls_off_GBps\nA,4,300,300\nA,8,350,280\nB,8,100,90\n";
   }
-  const auto logs = read_busbw_table(path, {"system=A", "size=1048576", "busbw=busbw_nvls_off_GBps"},
-                                     CollectiveOp::all_reduce);
+  const auto logs = read_busbw_table(
+      path, {"system=A", "size=1048576", "busbw=busbw_nvls_off_GBps"}, CollectiveOp::all_reduce);
   std::remove(path.c_str());
   REQUIRE(logs.size() == 2);
   CHECK(logs[0].ranks == 4);

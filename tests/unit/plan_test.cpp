@@ -1,10 +1,11 @@
+#include "collectives/plan.hpp"
+
 #include <doctest/doctest.h>
 
 #include <map>
 #include <tuple>
 #include <utility>
 
-#include "collectives/plan.hpp"
 #include "core/seeds.hpp"
 #include "near.hpp"
 
@@ -60,8 +61,10 @@ std::vector<double> check_plan(const CollectivePlan& plan, int n, bool coarse) {
   // rank sent in the previous step has been received.
   const bool blocking_sends = plan.lanes() == 1;
   std::vector<int> unreceived(static_cast<size_t>(n), 0);  // per sender, messages in flight
-  std::vector<std::vector<int>> next(static_cast<size_t>(n), std::vector<int>(static_cast<size_t>(plan.lanes()), 0));
-  std::vector<std::vector<bool>> received(static_cast<size_t>(n), std::vector<bool>(static_cast<size_t>(plan.lanes()), false));
+  std::vector<std::vector<int>> next(static_cast<size_t>(n),
+                                     std::vector<int>(static_cast<size_t>(plan.lanes()), 0));
+  std::vector<std::vector<bool>> received(
+      static_cast<size_t>(n), std::vector<bool>(static_cast<size_t>(plan.lanes()), false));
   bool progress = true;
   while (progress) {
     progress = false;
@@ -76,7 +79,8 @@ std::vector<double> check_plan(const CollectivePlan& plan, int n, bool coarse) {
             std::map<int, int> needed;
             for (int peer : step.recvs) ++needed[peer];
             bool ready = true;
-            for (const auto& [peer, count] : needed) ready = ready && in_flight[{peer, pos, mailboxes}] >= count;
+            for (const auto& [peer, count] : needed)
+              ready = ready && in_flight[{peer, pos, mailboxes}] >= count;
             if (!ready) break;
             for (const auto& [peer, count] : needed) {
               in_flight[{peer, pos, mailboxes}] -= count;
@@ -104,7 +108,8 @@ std::vector<double> check_plan(const CollectivePlan& plan, int n, bool coarse) {
     for (int lane = 0; lane < plan.lanes(); ++lane) {
       CAPTURE(pos);
       CAPTURE(lane);
-      CHECK(next[static_cast<size_t>(pos)][static_cast<size_t>(lane)] == plan.step_count(pos, lane));
+      CHECK(next[static_cast<size_t>(pos)][static_cast<size_t>(lane)] ==
+            plan.step_count(pos, lane));
     }
   }
   for (const auto& [edge, count] : in_flight) CHECK(count == 0);
@@ -121,7 +126,8 @@ TEST_CASE("every plan delivers every message and cannot deadlock") {
     const int per_node = 1 + static_cast<int>((state >> 8) % 8);
     if (nodes * per_node < 2) continue;
     const double bytes = 1024.0 * static_cast<double>(1 + (state >> 16) % 5000);
-    const CollectivePlanner planner(layout(nodes, per_node), 1 + static_cast<int>((state >> 32) % 8),
+    const CollectivePlanner planner(layout(nodes, per_node),
+                                    1 + static_cast<int>((state >> 32) % 8),
                                     1 + static_cast<int>((state >> 48) % 16));
     for (size_t o = 0; o < collective_op_names().size(); ++o) {
       const auto op = static_cast<CollectiveOp>(o);
@@ -133,7 +139,8 @@ TEST_CASE("every plan delivers every message and cannot deadlock") {
           CAPTURE(to_string(op));
           CAPTURE(to_string(algorithm));
           CAPTURE(coarse);
-          const int root = static_cast<int>((state >> 40) % static_cast<uint64_t>(nodes * per_node));
+          const int root =
+              static_cast<int>((state >> 40) % static_cast<uint64_t>(nodes * per_node));
           const auto plan = planner.plan(op, algorithm, bytes, root);
           const auto sent = check_plan(*plan, nodes * per_node, coarse);
           // Both forms move the same bytes.
@@ -151,17 +158,21 @@ TEST_CASE("ring plans move the textbook volumes") {
   const CollectivePlanner planner(layout(2, 3), 3, 2);
   for (bool coarse : {false, true}) {
     CAPTURE(coarse);
-    for (double sent : check_plan(*planner.plan(CollectiveOp::all_reduce, Algorithm::ring, bytes), n, coarse)) {
+    for (double sent :
+         check_plan(*planner.plan(CollectiveOp::all_reduce, Algorithm::ring, bytes), n, coarse)) {
       CHECK(sent == Near{2.0 * (n - 1) / n * bytes});
     }
-    for (double sent : check_plan(*planner.plan(CollectiveOp::all_gather, Algorithm::ring, bytes), n, coarse)) {
+    for (double sent :
+         check_plan(*planner.plan(CollectiveOp::all_gather, Algorithm::ring, bytes), n, coarse)) {
       CHECK(sent == Near{(n - 1.0) / n * bytes});
     }
-    const auto bcast = check_plan(*planner.plan(CollectiveOp::broadcast, Algorithm::ring, bytes, 2), n, coarse);
+    const auto bcast =
+        check_plan(*planner.plan(CollectiveOp::broadcast, Algorithm::ring, bytes, 2), n, coarse);
     double total = 0;
     for (double sent : bcast) total += sent;
     CHECK(total == Near{(n - 1) * bytes});  // every member but the root receives it
-    for (double sent : check_plan(*planner.plan(CollectiveOp::all_to_all, Algorithm::direct, bytes), n, coarse)) {
+    for (double sent :
+         check_plan(*planner.plan(CollectiveOp::all_to_all, Algorithm::direct, bytes), n, coarse)) {
       CHECK(sent == Near{(n - 1.0) / n * bytes});
     }
   }
@@ -179,10 +190,16 @@ TEST_CASE("ring channels enter each node at a different member") {
 }
 
 TEST_CASE("hierarchical and nvls need the right group shape") {
-  CHECK(CollectivePlanner(layout(2, 4), 1, 1).supports(CollectiveOp::all_reduce, Algorithm::hierarchical, false));
-  CHECK_FALSE(CollectivePlanner(layout(1, 8), 1, 1).supports(CollectiveOp::all_reduce, Algorithm::hierarchical, false));
-  CHECK(CollectivePlanner(layout(1, 8), 1, 1).supports(CollectiveOp::all_reduce, Algorithm::nvls, true));
-  CHECK_FALSE(CollectivePlanner(layout(1, 8), 1, 1).supports(CollectiveOp::all_reduce, Algorithm::nvls, false));
-  CHECK_FALSE(CollectivePlanner(layout(2, 4), 1, 1).supports(CollectiveOp::all_reduce, Algorithm::nvls, true));
-  CHECK_FALSE(CollectivePlanner(layout(2, 4), 1, 1).supports(CollectiveOp::all_gather, Algorithm::tree, false));
+  CHECK(CollectivePlanner(layout(2, 4), 1, 1)
+            .supports(CollectiveOp::all_reduce, Algorithm::hierarchical, false));
+  CHECK_FALSE(CollectivePlanner(layout(1, 8), 1, 1)
+                  .supports(CollectiveOp::all_reduce, Algorithm::hierarchical, false));
+  CHECK(CollectivePlanner(layout(1, 8), 1, 1)
+            .supports(CollectiveOp::all_reduce, Algorithm::nvls, true));
+  CHECK_FALSE(CollectivePlanner(layout(1, 8), 1, 1)
+                  .supports(CollectiveOp::all_reduce, Algorithm::nvls, false));
+  CHECK_FALSE(CollectivePlanner(layout(2, 4), 1, 1)
+                  .supports(CollectiveOp::all_reduce, Algorithm::nvls, true));
+  CHECK_FALSE(CollectivePlanner(layout(2, 4), 1, 1)
+                  .supports(CollectiveOp::all_gather, Algorithm::tree, false));
 }

@@ -1,8 +1,8 @@
+#include "core/sha256.hpp"
+
 #include <doctest/doctest.h>
 
 #include <string>
-
-#include "core/sha256.hpp"
 
 using namespace prismsim;
 

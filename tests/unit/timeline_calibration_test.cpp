@@ -1,17 +1,18 @@
 // Timeline calibration on synthetic timelines with known variance components at every level.
+#include "timeline_calibration.hpp"
+
+#include <doctest/doctest.h>
+#include <fmt/format.h>
+
 #include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <random>
 #include <string>
 
-#include <doctest/doctest.h>
-#include <fmt/format.h>
-
 #include "core/diagnostics.hpp"
 #include "sample_readers.hpp"
 #include "timeline.hpp"
-#include "timeline_calibration.hpp"
 
 using namespace prismsim;
 
@@ -26,11 +27,11 @@ struct Truth {
 struct SyntheticSpec {
   int steps = 40, replicas = 32, stages = 2, microbatches = 8;
   Truth truth;
-  double forward_s[2] = {0.15, 0.20};   ///< geometric means per stage
+  double forward_s[2] = {0.15, 0.20};  ///< geometric means per stage
   double backward_s[2] = {0.30, 0.40};
-  double gap_mean_s = 0.001;             ///< launch gaps: exponential of this mean
-  double transfer_s = 0.05;              ///< all-gather transfer time
-  double jitter_sigma = 0;               ///< lognormal jitter of the transfer
+  double gap_mean_s = 0.001;  ///< launch gaps: exponential of this mean
+  double transfer_s = 0.05;   ///< all-gather transfer time
+  double jitter_sigma = 0;    ///< lognormal jitter of the transfer
   uint64_t seed = 7;
 };
 
@@ -61,9 +62,10 @@ Timeline synthetic(const SyntheticSpec& s) {
           for (int dir = 0; dir < 2; ++dir) {
             const bool forward = dir == 0;
             const double nominal = forward ? s.forward_s[stage] : s.backward_s[stage];
-            const double log_factor = step_effect + gpu_effect[static_cast<size_t>(rank)] + cell +
-                                      mb_effect[static_cast<size_t>(replica * s.microbatches + mb)] +
-                                      (forward ? s.truth.forward : s.truth.backward) * z(rng);
+            const double log_factor =
+                step_effect + gpu_effect[static_cast<size_t>(rank)] + cell +
+                mb_effect[static_cast<size_t>(replica * s.microbatches + mb)] +
+                (forward ? s.truth.forward : s.truth.backward) * z(rng);
             now += gap(rng);
             TimelineOp op;
             op.rank = rank;
@@ -147,9 +149,12 @@ TEST_CASE("timeline calibration recovers every level of a synthetic timeline") {
   CHECK(c.passes == 40960);
   const Truth& t = spec.truth;
   const std::pair<const char*, std::pair<double, double>> expected[] = {
-      {"step", {t.step, 0.30}},         {"gpu", {t.gpu, 0.25}},
-      {"gpu_step", {t.gpu_step, 0.20}}, {"microbatch", {t.microbatch, 0.05}},
-      {"forward_pass", {t.forward, 0.06}}, {"backward_pass", {t.backward, 0.05}}};
+      {"step", {t.step, 0.30}},
+      {"gpu", {t.gpu, 0.25}},
+      {"gpu_step", {t.gpu_step, 0.20}},
+      {"microbatch", {t.microbatch, 0.05}},
+      {"forward_pass", {t.forward, 0.06}},
+      {"backward_pass", {t.backward, 0.05}}};
   for (const auto& [name, value] : expected) {
     const LevelEstimate& e = level(c, name);
     INFO(name << ": sigma " << e.sigma << " [" << e.sigma_low << ", " << e.sigma_high << "]");
@@ -209,7 +214,8 @@ TEST_CASE("levels that one GPU or one step cannot show are reported, not fitted"
   CHECK_FALSE(level(c, "gpu_step").estimable);
   CHECK(level(c, "gpu").estimable);
   bool noted = false;
-  for (const std::string& n : c.notes) noted = noted || n.find("step (levels.step): not estimable") == 0;
+  for (const std::string& n : c.notes)
+    noted = noted || n.find("step (levels.step): not estimable") == 0;
   CHECK(noted);
 
   SyntheticSpec one_gpu;
@@ -241,12 +247,12 @@ TEST_CASE("a timeline without variation yields no levels and no jitter") {
 }
 
 TEST_CASE("timeline CSV: layout detected by its header; bad input located") {
-  const std::string good = temp_file(
-      "good.csv",
-      "dp_rank,stage,rank,step,optype,start_ts,duration,seq_id,mc,mb_id,gmc\n"
-      "0,0,0,1,forward-compute,0.0,0.5,0,0,0,0\n"
-      "0,0,0,1,grads-reduce-scatter,0.5,0.1,0,-1,-1,-1\n"
-      "0,0,0,2,backward-compute,0.0,0.7,0,0,0,0\n");
+  const std::string good =
+      temp_file("good.csv",
+                "dp_rank,stage,rank,step,optype,start_ts,duration,seq_id,mc,mb_id,gmc\n"
+                "0,0,0,1,forward-compute,0.0,0.5,0,0,0,0\n"
+                "0,0,0,1,grads-reduce-scatter,0.5,0.1,0,-1,-1,-1\n"
+                "0,0,0,2,backward-compute,0.0,0.7,0,0,0,0\n");
   CHECK(is_timeline_csv(good));
   const Timeline t = read_timeline_csv(good);
   REQUIRE(t.ops.size() == 3);
@@ -259,26 +265,32 @@ TEST_CASE("timeline CSV: layout detected by its header; bad input located") {
 
   CHECK(input_error(temp_file("missing.csv", "rank,step,optype,start_ts\n0,1,forward,0\n")) ==
         fmt::format("{}:1:1: error: missing column duration: a timeline needs rank, step, "
-                    "optype, start_ts, duration", temp_file("missing.csv", "rank,step,optype,start_ts\n0,1,forward,0\n")));
-  const std::string negative = temp_file("negative.csv", "rank,step,optype,start_ts,duration\n0,1,forward,0,-0.5\n");
+                    "optype, start_ts, duration",
+                    temp_file("missing.csv", "rank,step,optype,start_ts\n0,1,forward,0\n")));
+  const std::string negative =
+      temp_file("negative.csv", "rank,step,optype,start_ts,duration\n0,1,forward,0,-0.5\n");
   CHECK(input_error(negative) ==
         negative + ":2:15: error: negative duration -0.5 s: durations are seconds >= 0");
-  const std::string order = temp_file("order.csv", "rank,step,optype,start_ts,duration\n"
-                                                   "0,2,forward,0,1\n1,1,forward,0,1\n0,1,forward,0,1\n");
+  const std::string order = temp_file("order.csv",
+                                      "rank,step,optype,start_ts,duration\n"
+                                      "0,2,forward,0,1\n1,1,forward,0,1\n0,1,forward,0,1\n");
   CHECK(input_error(order) ==
-        order + ":4:3: error: op of rank 0 in step 1 after its step 2 (line 2): ops out of step "
-                "order (list each rank's steps in increasing order)");
+        order +
+            ":4:3: error: op of rank 0 in step 1 after its step 2 (line 2): ops out of step "
+            "order (list each rank's steps in increasing order)");
   const std::string unknown = temp_file("unknown.csv", "rank,step,optyp,start_ts,duration\n");
   CHECK(input_error(unknown).find(unknown + ":1:11: error: unknown timeline column 'optyp' (did "
-                                 "you mean 'optype'?)") != std::string::npos);
-  const std::string text = temp_file("text.csv", "rank,step,optype,start_ts,duration\n0,one,forward,0,1\n");
+                                            "you mean 'optype'?)") != std::string::npos);
+  const std::string text =
+      temp_file("text.csv", "rank,step,optype,start_ts,duration\n0,one,forward,0,1\n");
   CHECK(input_error(text) == text + ":2:3: error: step must be an integer, got 'one'");
 }
 
 TEST_CASE("Kineto traces: kernels take the step of their ProfilerStep# window") {
   // Host-side windows: the kernel's launch (the runtime call of its correlation id) decides,
   // not its start on the GPU (the second kernel starts after step 7's window ended).
-  const std::string host = temp_file("steps.json", R"({"distributedInfo": {"rank": 0}, "traceEvents": [
+  const std::string host =
+      temp_file("steps.json", R"({"distributedInfo": {"rank": 0}, "traceEvents": [
     {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#7", "ts": 0, "dur": 100},
     {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#8", "ts": 100, "dur": 100},
     {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "ts": 10, "dur": 1, "args": {"correlation": 1}},
@@ -319,8 +331,8 @@ TEST_CASE("kernel samples with steps show the step level") {
       const double gs = 0.03 * z(rng);
       for (int k = 0; k < 3; ++k) {
         for (int call = 0; call < 10; ++call) {
-          csv += fmt::format("kernel_{},{},{},{}\n", k, 100.0 * (k + 1) * std::exp(s + gs + 0.02 * z(rng)),
-                             gpu, step);
+          csv += fmt::format("kernel_{},{},{},{}\n", k,
+                             100.0 * (k + 1) * std::exp(s + gs + 0.02 * z(rng)), gpu, step);
         }
       }
     }

@@ -1,9 +1,10 @@
+#include "platform/topology.hpp"
+
 #include <doctest/doctest.h>
 
 #include <vector>
 
 #include "near.hpp"
-#include "platform/topology.hpp"
 
 using prismsim::testing::Near;
 
@@ -37,9 +38,9 @@ double min_bandwidth(const Topology& t, const std::vector<int>& path) {
 
 TEST_CASE("fat-tree tiers hold the product of their down ports") {
   const PlatformSpec p = three_tier(1, 1);
-  CHECK(p.fabric.down_ports(1) == 4);   // 1:1 leaf
-  CHECK(p.fabric.down_ports(2) == 6);   // 3:1 aggregation
-  CHECK(p.fabric.down_ports(3) == 8);   // top tier: all ports down
+  CHECK(p.fabric.down_ports(1) == 4);  // 1:1 leaf
+  CHECK(p.fabric.down_ports(2) == 6);  // 3:1 aggregation
+  CHECK(p.fabric.down_ports(3) == 8);  // top tier: all ports down
   CHECK(p.fabric.nics_below(2) == 24);
   CHECK(p.fabric.capacity() == 192);
 }

@@ -355,7 +355,8 @@ TEST_CASE("a GEMM takes the larger of its compute and memory time plus its fixed
         rel(2.0 * 8192 * 8192 * 8192 / (1e15 * efficiency) + 7e-6, 1e-12));
   // A skinny GEMM is memory-bound: its operands at the HBM rate, then the latency.
   const KernelWork skinny = gemm("skinny", 1e6, 512, 512, 2);
-  REQUIRE(skinny.bytes / (2e12 * 0.9) > skinny.flops / (1e15 * gemm_efficiency(gpu.compute, Precision::bf16, 1e6, 512, 512)));
+  REQUIRE(skinny.bytes / (2e12 * 0.9) >
+          skinny.flops / (1e15 * gemm_efficiency(gpu.compute, Precision::bf16, 1e6, 512, 512)));
   CHECK(kernel_seconds(skinny, gpu, Precision::bf16) ==
         rel(skinny.bytes / (2e12 * 0.9) + 7e-6, 1e-12));
 }
@@ -511,8 +512,7 @@ TEST_CASE("interleaved 1F1B visits every chunk of every microbatch in Megatron's
           }
           // Warm-up: (pp - s - 1) x 2 + (v - 1) x pp forwards before the first backward, capped;
           // every forward first when there are as many microbatches as stages (Megatron-LM).
-          const int warmup =
-              m == pp ? m * v : std::min((pp - s - 1) * 2 + (v - 1) * pp, m * v);
+          const int warmup = m == pp ? m * v : std::min((pp - s - 1) * 2 + (v - 1) * pp, m * v);
           int leading = 0;
           while (leading < static_cast<int>(passes.size()) &&
                  passes[static_cast<size_t>(leading)].forward) {
@@ -632,11 +632,9 @@ TEST_CASE("layer activations follow Korthikanti et al. for a GPT layer") {
   for (int t : {1, 2, 4, 8}) {
     CAPTURE(t);
     const double no_sp = s * b * h * (10 + 24.0 / t + 5 * a * s / (h * t));
-    CHECK(layer_activation_bytes(gpt_scenario(t, false, Recompute::none)) ==
-          rel(no_sp, 1e-12));
+    CHECK(layer_activation_bytes(gpt_scenario(t, false, Recompute::none)) == rel(no_sp, 1e-12));
     const double sp = s * b * h * (34.0 / t + 5 * a * s / (h * t));
-    CHECK(layer_activation_bytes(gpt_scenario(t, t > 1, Recompute::none)) ==
-          rel(sp, 1e-12));
+    CHECK(layer_activation_bytes(gpt_scenario(t, t > 1, Recompute::none)) == rel(sp, 1e-12));
     // Full recompute keeps the layer's input only.
     CHECK(layer_activation_bytes(gpt_scenario(t, false, Recompute::full)) ==
           rel(s * b * h * 2, 1e-12));
@@ -652,8 +650,7 @@ TEST_CASE("flash attention saves only fp32 softmax statistics") {
   Scenario sc = gpt_scenario(2, false, Recompute::none);
   sc.workload.model.attention = AttentionKernel::flash;
   const double s = 2048, b = 2, h = 1024, a = 16;
-  CHECK(layer_activation_bytes(sc) ==
-        rel(s * b * h * (10 + 24.0 / 2) + b * a * s * 4 / 2, 1e-12));
+  CHECK(layer_activation_bytes(sc) == rel(s * b * h * (10 + 24.0 / 2) + b * a * s * 4 / 2, 1e-12));
 }
 
 namespace {
@@ -1017,8 +1014,7 @@ TEST_CASE("jobs of every schedule and data-parallel kind are consistent") {
         leaving += (vs < stages - 1) + (vs > 0);
       }
       if (!job.simulated(rank)) continue;
-      CHECK(count_ops<ops::Send>(*job.program_of_rank[static_cast<size_t>(rank)]) ==
-            leaving * m);
+      CHECK(count_ops<ops::Send>(*job.program_of_rank[static_cast<size_t>(rank)]) == leaving * m);
     }
   }
 }
@@ -1059,8 +1055,8 @@ TEST_CASE("smaller gradient buckets give more data-parallel all-reduces of the s
 TEST_CASE("Megatron reduces bf16 gradients in fp32, in buckets only while overlapping them") {
   Scenario s;
   const Job after = tiny_job({"parallelism.gradient_bucket=256KiB"}, &s);
-  const Job overlapped = tiny_job({"parallelism.gradient_bucket=256KiB",
-                                   "parallelism.overlap_gradient_reduce=true"});
+  const Job overlapped =
+      tiny_job({"parallelism.gradient_bucket=256KiB", "parallelism.overlap_gradient_reduce=true"});
   const LayerContext c = layer_context(s);
   const double stage0 = (2 * layer_parameters(c.model) + embedding_parameters(c)) / 2;
   CHECK(s.parallelism.gradient_reduce_precision == Precision::fp32);
@@ -1114,8 +1110,8 @@ TEST_CASE("analytic TP and CP collectives of equal size are charged by their own
   // tp 4 inside a node, cp 2 across two nodes (order tp, pp, cp, dp); with sequence parallelism
   // the TP all-gather and the CP key/value all-gather move the same 128 KiB.
   const Scenario s = load_scenario(
-      kTinyGpt, {"parallelism.gpus=16", "parallelism.tp=4", "parallelism.cp=2",
-                 "parallelism.pp=2", "parallelism.dp=1", "parallelism.sequence_parallel=true",
+      kTinyGpt, {"parallelism.gpus=16", "parallelism.tp=4", "parallelism.cp=2", "parallelism.pp=2",
+                 "parallelism.dp=1", "parallelism.sequence_parallel=true",
                  "parallelism.order=[tp, pp, cp, dp]", "engine.layer_collectives=analytic"});
   const Topology topology(s.platform);
   const Job job = build_transformer_job(s, topology);
@@ -1128,10 +1124,11 @@ TEST_CASE("analytic TP and CP collectives of equal size are charged by their own
     return -1.0;
   };
   const double bytes = 512.0 * 256 * 2;  // b s h x 2 bytes / cp = b s x 2 kv d x 2 bytes / tp
-  const double tp_s = predicted_call_seconds({0, 1, 2, 3}, topology, s.platform,
-                                             CollectiveOp::all_gather, bytes / 2, Algorithm::automatic);
-  const double cp_s = predicted_call_seconds({0, 8}, topology, s.platform,
-                                             CollectiveOp::all_gather, bytes / 2, Algorithm::automatic);
+  const double tp_s =
+      predicted_call_seconds({0, 1, 2, 3}, topology, s.platform, CollectiveOp::all_gather,
+                             bytes / 2, Algorithm::automatic);
+  const double cp_s = predicted_call_seconds({0, 8}, topology, s.platform, CollectiveOp::all_gather,
+                                             bytes / 2, Algorithm::automatic);
   CHECK(cp_s > tp_s);  // across nodes
   CHECK(charged("tp_all_gather") == rel(tp_s));
   CHECK(charged("cp_all_gather_kv") == rel(cp_s));
@@ -1143,8 +1140,9 @@ TEST_CASE("parallelism.stage_times scales each stage's compute kernels to its pa
   const std::vector<std::string> base = {"engine.layer_collectives=analytic",
                                          "parallelism.overlap_gradient_reduce=false"};
   std::vector<std::string> timed = base;
-  timed.push_back("parallelism.stage_times=[{forward: 10ms, backward: 30ms}, "
-                  "{forward: 20ms, backward: 50ms}]");
+  timed.push_back(
+      "parallelism.stage_times=[{forward: 10ms, backward: 30ms}, "
+      "{forward: 20ms, backward: 50ms}]");
   const Job plain = tiny_job(base);
   const Job job = tiny_job(timed);
   // Per segment of that name (one per tensor-parallel group: the same kernels): compute and
@@ -1155,8 +1153,10 @@ TEST_CASE("parallelism.stage_times scales each stage's compute kernels to its pa
       if (segment.name != name) continue;
       double compute = 0, communication = 0;
       for (const Kernel& k : segment.kernels) {
-        if (k.kernel_class == KernelClass::communication) communication += k.seconds;
-        else if (k.kernel_class != KernelClass::idle) compute += k.seconds;
+        if (k.kernel_class == KernelClass::communication)
+          communication += k.seconds;
+        else if (k.kernel_class != KernelClass::idle)
+          compute += k.seconds;
       }
       out.emplace_back(compute, communication);
     }
@@ -1181,6 +1181,7 @@ TEST_CASE("parallelism.stage_times scales each stage's compute kernels to its pa
   CHECK(errors_of(kTinyGpt, {"parallelism.stage_times=[{forward: 10ms, backward: 30ms}]"})
             .find("'parallelism.stage_times' must give 2 stages (pp x virtual_stages); got 1") !=
         std::string::npos);
-  CHECK(errors_of(kTinyGpt, {"parallelism.stage_times=[{forward: 10ms}, {forward: 1ms, backward: 2ms}]"})
+  CHECK(errors_of(kTinyGpt,
+                  {"parallelism.stage_times=[{forward: 10ms}, {forward: 1ms, backward: 2ms}]"})
             .find("backward") != std::string::npos);
 }

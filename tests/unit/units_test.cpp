@@ -1,10 +1,11 @@
+#include "core/units.hpp"
+
 #include <doctest/doctest.h>
 
 #include <string>
 #include <vector>
 
 #include "core/text.hpp"
-#include "core/units.hpp"
 #include "near.hpp"
 
 using prismsim::testing::Near;
@@ -55,7 +56,8 @@ TEST_CASE("durations sizes and compute rates use their units") {
 
 TEST_CASE("text tables split into fields and numbers parse whole") {
   CHECK(prismsim::split_fields("a,,b,\r", ',') == std::vector<std::string>{"a", "", "b", ""});
-  CHECK(prismsim::split_fields("  8  1 float\r", ' ') == std::vector<std::string>{"8", "1", "float"});
+  CHECK(prismsim::split_fields("  8  1 float\r", ' ') ==
+        std::vector<std::string>{"8", "1", "float"});
   CHECK(prismsim::split_fields("", ',').empty());
   CHECK(prismsim::parse_number("1.5e3") == 1500.0);
   CHECK_FALSE(prismsim::parse_number("1.5x"));

@@ -198,8 +198,7 @@ TEST_CASE("a source's draws do not depend on which other sources are on") {
   CHECK(communication > 0);
   for (int i = 0; i < 5; ++i) {
     const double alone = a.execute(0, {op}, 0, 0).seconds - communication;
-    CHECK(b.execute(0, {op}, 0, 0).seconds - communication ==
-          Near{2 * alone, 1e-12});
+    CHECK(b.execute(0, {op}, 0, 0).seconds - communication == Near{2 * alone, 1e-12});
     CHECK(c.execute(0, {op}, 0, 0).seconds - communication != Near{alone, 1e-6});
   }
 }
@@ -301,8 +300,7 @@ TEST_CASE("level draws are shared where the level says: a step, a node, a GPU, a
   const char* levels[] = {"step", "node_step", "gpu_step", "microbatch"};
   for (const char* level : levels) {
     CAPTURE(level);
-    const Fixture f(tiny(std::string("{levels: {") + level +
-                         ": {uniform: {min: 1, max: 2}}}}"));
+    const Fixture f(tiny(std::string("{levels: {") + level + ": {uniform: {min: 1, max: 2}}}}"));
     RunVariation run(f.model, 11);
     // The factor of a forward pass of microbatch 0 at rank `rank` in step `step`.
     auto factor = [&](int rank, int step) {

@@ -10,9 +10,9 @@ using prismsim::testing::Near;
 using namespace prismsim;
 
 TEST_CASE("ranks fill GPUs in order") {
-  const Scenario s = load_scenario(PRISMSIM_SOURCE_DIR "/workloads/scenarios/dp-h100.yaml",
-                                   {"parallelism.dp=16", "parallelism.gpus=16",
-                                    "workload.global_batch=16"});
+  const Scenario s =
+      load_scenario(PRISMSIM_SOURCE_DIR "/workloads/scenarios/dp-h100.yaml",
+                    {"parallelism.dp=16", "parallelism.gpus=16", "workload.global_batch=16"});
   const auto gpus = place_ranks(s.parallelism, s.platform);
   REQUIRE(gpus.size() == 16);
   for (size_t r = 0; r < gpus.size(); ++r) CHECK(gpus[r] == static_cast<int>(r));
