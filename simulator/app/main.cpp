@@ -244,14 +244,7 @@ int run_command(const Options& options) {
         signal_name(outcome.stop_signal), finished, scenario.simulation.runs);
     return exit_status_for_signal(outcome.stop_signal);
   }
-  int status = kExitOk;
-  for (const auto& run : results.runs) {
-    if (!run.ok) {
-      std::cerr << "prismsim: error: " << run.error << "\n";
-      status = kExitRunFailed;
-    }
-  }
-  return status;
+  return report_failed_runs(results);
 }
 
 Options parse_command_line(int argc, char** argv, bool* handled) {

@@ -669,14 +669,7 @@ int merge_command(int argc, char** argv) {
   record_outputs(out_dir, {summary, runs});
   std::cout << summary_text(results)
             << fmt::format("merged {} shards; wrote {}, {}\n", shards.size(), summary, runs);
-  int status = kExitOk;
-  for (const auto& run : results.runs) {
-    if (!run.ok) {
-      std::cerr << "prismsim: error: " << run.error << "\n";
-      status = kExitRunFailed;
-    }
-  }
-  return status;
+  return report_failed_runs(results);
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <memory>
 #include <numeric>
 #include <stdexcept>
@@ -299,6 +300,17 @@ SliceOutcome run_slice(const Scenario& scenario, const std::vector<int>& runs, b
     }
   }
   return outcome;
+}
+
+int report_failed_runs(const StudyResults& results) {
+  int status = kExitOk;
+  for (const auto& run : results.runs) {
+    if (!run.ok) {
+      std::cerr << "prismsim: error: " << run.error << "\n";
+      status = kExitRunFailed;
+    }
+  }
+  return status;
 }
 
 StudyResults assemble_results(const Scenario& scenario, const SliceOutcome& gathered,

@@ -103,6 +103,9 @@ SliceOutcome run_slice(const Scenario& scenario, const std::vector<int>& runs, b
 
 /// The results run_study reports for the runs of a whole study gathered from slices: `runs` in
 /// run order, with the collectives, simulated ranks, variation and baseline of the slices.
+/// Prints why each failed run of `results` failed (stderr); kExitRunFailed if any did, else 0.
+int report_failed_runs(const StudyResults& results);
+
 /// `command` is the shards' command line as provenance records it.
 StudyResults assemble_results(const Scenario& scenario, const SliceOutcome& gathered,
                               const std::string& compare_to, const std::vector<double>& measured,

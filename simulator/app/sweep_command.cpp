@@ -154,6 +154,20 @@ struct PointResult {
   std::vector<std::string> training_cells;
 };
 
+/// What a point's table row takes from its study: the runs that finished, the statistics.
+void record_study(const StudyResults& r, PointResult& result) {
+  for (const RunRecord& run : r.runs) {
+    result.runs_completed += run.ok;
+    if (!run.ok) result.errors.push_back(run.error);
+  }
+  result.step_time = r.step_time;
+  result.job_time = r.job_time;
+  if (r.baseline) {
+    result.has_baseline = true;
+    result.baseline_step_time_s = r.baseline->step_time_s;
+  }
+}
+
 constexpr uint32_t kEndOfResult = 0x70727377;  // "prsw": the result arrived whole
 
 std::string encode(const PointResult& r) {
@@ -203,16 +217,7 @@ int simulate_point(const Scenario& scenario, const StudyOptions& options,
   try {
     const StudyOutcome outcome = run_study(scenario, options, dir);
     const StudyResults& r = outcome.results;
-    for (const RunRecord& run : r.runs) {
-      result.runs_completed += run.ok;
-      if (!run.ok) result.errors.push_back(run.error);
-    }
-    result.step_time = r.step_time;
-    result.job_time = r.job_time;
-    if (r.baseline) {
-      result.has_baseline = true;
-      result.baseline_step_time_s = r.baseline->step_time_s;
-    }
+    record_study(r, result);
     if (r.training) result.training_cells = training_sweep_cells(*r.training);
   } catch (const std::exception& e) {
     result.errors.push_back(e.what());
@@ -904,16 +909,7 @@ int merge_sweep(const PartialResult& study, const std::vector<SliceOutcome>& poi
     write_file(dir / "runs.csv", runs_csv(r));
     PointResult& result = results[point];
     result.runs = scenarios[point].simulation.runs;
-    for (const RunRecord& run : r.runs) {
-      result.runs_completed += run.ok;
-      if (!run.ok) result.errors.push_back(run.error);
-    }
-    result.step_time = r.step_time;
-    result.job_time = r.job_time;
-    if (r.baseline) {
-      result.has_baseline = true;
-      result.baseline_step_time_s = r.baseline->step_time_s;
-    }
+    record_study(r, result);
   }
   const std::string csv_path = (out / "sweep.csv").string();
   const std::string json_path = (out / "sweep.json").string();
