@@ -278,10 +278,10 @@ std::string summary_json(const StudyResults& r) {
       .end();
   if (!r.deadline_miss.empty()) {
     j.key("deadlines").begin_array(Layout::line);
-    for (const auto& d : r.deadline_miss) {
-      j.begin_object(Layout::line).member("deadline_s", d.deadline_s);
-      if (d.multiple > 0) j.member("of_deterministic_job_time", d.multiple);
-      j.member("p_job_time_exceeds", d.p_exceeds).end();
+    for (const auto& deadline : r.deadline_miss) {
+      j.begin_object(Layout::line).member("deadline_s", deadline.deadline_s);
+      if (deadline.multiple > 0) j.member("of_deterministic_job_time", deadline.multiple);
+      j.member("p_job_time_exceeds", deadline.p_exceeds).end();
     }
     j.end();
   }
@@ -383,11 +383,12 @@ std::string summary_text(const StudyResults& r) {
         fmt::format("  {:<16} adds to step p50 {:+.4g} s  p95 {:+.4g} s  p99 {:+.4g} s\n", a.source,
                     d.p50 - a.step_time.p50, d.p95 - a.step_time.p95, d.p99 - a.step_time.p99);
   }
-  for (const auto& d : r.deadline_miss) {
+  for (const auto& deadline : r.deadline_miss) {
     const std::string relative =
-        d.multiple > 0 ? fmt::format(", {:g}x the deterministic job", d.multiple) : "";
-    text += fmt::format("P(job time > {}{}) = {:.4g} over {} runs\n", human_seconds(d.deadline_s),
-                        relative, d.p_exceeds, j.count);
+        deadline.multiple > 0 ? fmt::format(", {:g}x the deterministic job", deadline.multiple)
+                              : "";
+    text += fmt::format("P(job time > {}{}) = {:.4g} over {} runs\n",
+                        human_seconds(deadline.deadline_s), relative, deadline.p_exceeds, j.count);
   }
   if (r.training) text += training_text(*r.training);
   return text;
