@@ -168,6 +168,20 @@ void record_study(const StudyResults& r, PointResult& result) {
   }
 }
 
+/// Prints, on stderr, each point whose runs did not all complete; returns how many.
+int report_failed_points(const SweepSpec& spec, const std::vector<PointResult>& results) {
+  int failed = 0;
+  for (size_t point = 0; point < results.size(); ++point) {
+    const PointResult& r = results[point];
+    if (r.runs_completed == r.runs && r.errors.empty()) continue;
+    ++failed;
+    std::cerr << fmt::format("prismsim: error: point {} ({}): {} of {} runs completed{}\n", point,
+                             spec.point_label(point), r.runs_completed, r.runs,
+                             r.errors.empty() ? "" : "; " + r.errors.front());
+  }
+  return failed;
+}
+
 constexpr uint32_t kEndOfResult = 0x70727377;  // "prsw": the result arrived whole
 
 std::string encode(const PointResult& r) {
@@ -845,15 +859,7 @@ int sweep_command(int argc, char** argv) {
         signal_name(signal), finished, points);
     return exit_status_for_signal(signal);
   }
-  int failed = 0;
-  for (size_t point = 0; point < results.size(); ++point) {
-    const PointResult& r = results[point];
-    if (r.runs_completed == r.runs && r.errors.empty()) continue;
-    ++failed;
-    std::cerr << fmt::format("prismsim: error: point {} ({}): {} of {} runs completed{}\n", point,
-                             spec.point_label(point), r.runs_completed, r.runs,
-                             r.errors.empty() ? "" : "; " + r.errors.front());
-  }
+  const int failed = report_failed_points(spec, results);
   if (failed > 0) {
     std::cerr << fmt::format(
         "prismsim: error: {} of {} points did not complete every run; "
@@ -921,15 +927,7 @@ int merge_sweep(const PartialResult& study, const std::vector<SliceOutcome>& poi
             << summary_table(spec, results, states)
             << fmt::format("wrote {}, {} and the points' outputs under {}\n", csv_path, json_path,
                            (out / "points").string());
-  int failed = 0;
-  for (size_t point = 0; point < results.size(); ++point) {
-    const PointResult& r = results[point];
-    if (r.runs_completed == r.runs && r.errors.empty()) continue;
-    ++failed;
-    std::cerr << fmt::format("prismsim: error: point {} ({}): {} of {} runs completed{}\n", point,
-                             spec.point_label(point), r.runs_completed, r.runs,
-                             r.errors.empty() ? "" : "; " + r.errors.front());
-  }
+  const int failed = report_failed_points(spec, results);
   return failed > 0 ? kExitRunFailed : kExitOk;
 }
 

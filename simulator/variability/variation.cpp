@@ -10,6 +10,18 @@
 namespace prismsim {
 namespace {
 
+/// The rank a slow node or GPU is placed at: its `rank`, else its grid coordinates.
+template <typename Place>
+int placed_rank(const Place& place, const RankGrid& grid) {
+  if (place.rank >= 0) return place.rank;
+  std::array<int, 4> coords{};
+  coords[static_cast<size_t>(ParallelDim::tp)] = place.tp;
+  coords[static_cast<size_t>(ParallelDim::cp)] = place.cp;
+  coords[static_cast<size_t>(ParallelDim::pp)] = place.stage;
+  coords[static_cast<size_t>(ParallelDim::dp)] = place.replica;
+  return grid.rank(coords);
+}
+
 /// What a stream of draws is for: each purpose has its own streams.
 enum class Purpose : uint64_t {
   kernel = 1,
@@ -112,15 +124,7 @@ VariationModel::VariationModel(const VariabilitySpec& spec, const Scenario& scen
   for (const SlowNodeSpec& slow : spec_.slow_nodes) {
     int node = slow.node;
     if (node < 0) {
-      int rank = slow.rank;
-      if (rank < 0) {
-        std::array<int, 4> coords{};
-        coords[static_cast<size_t>(ParallelDim::tp)] = slow.tp;
-        coords[static_cast<size_t>(ParallelDim::cp)] = slow.cp;
-        coords[static_cast<size_t>(ParallelDim::pp)] = slow.stage;
-        coords[static_cast<size_t>(ParallelDim::dp)] = slow.replica;
-        rank = grid.rank(coords);
-      }
+      const int rank = placed_rank(slow, grid);
       node = topology.locate(job.gpu_of_rank[static_cast<size_t>(rank)]).node;
     }
     slow_nodes_.emplace_back(node, sampler_for(slow.slowdown));
@@ -131,15 +135,7 @@ VariationModel::VariationModel(const VariabilitySpec& spec, const Scenario& scen
   for (const SlowGpuSpec& slow : spec_.slow_gpus) {
     int gpu = slow.gpu;
     if (gpu < 0) {
-      int rank = slow.rank;
-      if (rank < 0) {
-        std::array<int, 4> coords{};
-        coords[static_cast<size_t>(ParallelDim::tp)] = slow.tp;
-        coords[static_cast<size_t>(ParallelDim::cp)] = slow.cp;
-        coords[static_cast<size_t>(ParallelDim::pp)] = slow.stage;
-        coords[static_cast<size_t>(ParallelDim::dp)] = slow.replica;
-        rank = grid.rank(coords);
-      }
+      const int rank = placed_rank(slow, grid);
       gpu = job.gpu_of_rank[static_cast<size_t>(rank)];
     }
     SlowGpu s{gpu, sampler_for(slow.slowdown), -1, -1};
