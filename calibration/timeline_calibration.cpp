@@ -15,6 +15,7 @@
 #include "calibration_output.hpp"
 #include "core/files.hpp"
 #include "core/json.hpp"
+#include "stats/distribution.hpp"
 
 namespace prismsim {
 namespace {
@@ -34,13 +35,11 @@ double variance_of(const std::vector<double>& v) {
   return s / static_cast<double>(v.size() - 1);
 }
 
+/// Quantile `p` of unsorted `v` (0 when empty).
 double quantile_of(std::vector<double> v, double p) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
-  const double pos = p * static_cast<double>(v.size() - 1);
-  const size_t lo = static_cast<size_t>(std::floor(pos));
-  const size_t hi = std::min(lo + 1, v.size() - 1);
-  return v[lo] + (pos - static_cast<double>(lo)) * (v[hi] - v[lo]);
+  return quantile_sorted(v, p);
 }
 
 /// 1.4826 x the median absolute deviation: a standard deviation robust to outliers.
@@ -529,9 +528,9 @@ TimelineCalibration calibrate_timelines(const std::vector<Timeline>& timelines,
       std::sort(gaps.begin(), gaps.end());
       SlowdownFit f;
       f.samples = gaps.size();
-      f.p50 = quantile_of(gaps, 0.5);
-      f.p95 = quantile_of(gaps, 0.95);
-      f.p99 = quantile_of(gaps, 0.99);
+      f.p50 = quantile_sorted(gaps, 0.5);
+      f.p95 = quantile_sorted(gaps, 0.95);
+      f.p99 = quantile_sorted(gaps, 0.99);
       f.max = gaps.back();
       f.chosen = "empirical";
       f.distribution.family = DistributionSpec::Family::empirical;
@@ -540,7 +539,7 @@ TimelineCalibration calibrate_timelines(const std::vector<Timeline>& timelines,
         // A scenario's empirical values are at least 1e-12 (s): a 0 is written as that.
         f.distribution.samples.push_back(std::max(
             1e-12,
-            quantile_of(gaps, (static_cast<double>(i) + 0.5) / static_cast<double>(points))));
+            quantile_sorted(gaps, (static_cast<double>(i) + 0.5) / static_cast<double>(points))));
       }
       c.launch_gap = f;
       c.notes.push_back(

@@ -101,11 +101,11 @@ SliceOutcome run_slice(const Scenario& scenario, const std::vector<int>& runs, b
                        const std::function<void(const SliceOutcome&)>& on_built = {},
                        const std::function<void(const RunRecord&)>& on_record = {});
 
-/// The results run_study reports for the runs of a whole study gathered from slices: `runs` in
-/// run order, with the collectives, simulated ranks, variation and baseline of the slices.
 /// Prints why each failed run of `results` failed (stderr); kExitRunFailed if any did, else 0.
 int report_failed_runs(const StudyResults& results);
 
+/// The results run_study reports for the runs of a whole study gathered from slices: `runs` in
+/// run order, with the collectives, simulated ranks, variation and baseline of the slices;
 /// `command` is the shards' command line as provenance records it.
 StudyResults assemble_results(const Scenario& scenario, const SliceOutcome& gathered,
                               const std::string& compare_to, const std::vector<double>& measured,

@@ -901,7 +901,6 @@ int merge_sweep(const PartialResult& study, const std::vector<SliceOutcome>& poi
   clear_previous_outputs(out);
   std::vector<PointResult> results(scenarios.size());
   std::vector<PointState> states(scenarios.size(), PointState::finished);
-  std::vector<std::string> written;
   for (size_t point = 0; point < scenarios.size(); ++point) {
     // As simulate_point reports a point's study.
     const std::filesystem::path dir = point_directory(out, point);

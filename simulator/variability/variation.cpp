@@ -183,6 +183,14 @@ int VariationModel::kernel_sampler(const Kernel& kernel) {
   return spec_.has_kernel_default ? sampler_for(spec_.kernel_default) : -1;
 }
 
+int VariationModel::jitter_sampler(CollectiveOp op, CommScope scope) const {
+  if (auto by_op = jitter_by_op_.find({op, scope}); by_op != jitter_by_op_.end()) {
+    return by_op->second;
+  }
+  auto by_scope = jitter_.find(scope);
+  return by_scope == jitter_.end() ? -1 : by_scope->second;
+}
+
 VariationModel::SegmentPlan VariationModel::plan(const std::vector<Kernel>& kernels) {
   SegmentPlan plan;
   double chunk_clock = 0, chunk_other = 0, chunk_idle = 0;
@@ -198,11 +206,7 @@ VariationModel::SegmentPlan VariationModel::plan(const std::vector<Kernel>& kern
       close_chunk();
       SegmentPlan::Collective c;
       c.seconds = kernel.seconds;
-      auto by_op = jitter_by_op_.find({kernel.op, kernel.scope});
-      auto it = jitter_.find(kernel.scope);
-      c.jitter = by_op != jitter_by_op_.end() ? by_op->second
-                 : it == jitter_.end()        ? -1
-                                              : it->second;
+      c.jitter = jitter_sampler(kernel.op, kernel.scope);
       c.inter_node = kernel.scope != CommScope::intra_node;
       plan.jitter |= c.jitter >= 0;
       plan.has_inter_node |= c.inter_node;
@@ -280,9 +284,9 @@ RunVariation::RunVariation(const VariationModel& model, uint64_t run_seed)
         unit.temperature_c.push_back(model.thermal_model_.initial_c(unit.ambient_c.back()));
         peak_temperature_c_ = std::max(peak_temperature_c_, unit.temperature_c.back());
       }
-      unit.varies |= unit.slowdown.back() != 1.0;
+      unit.varies |= unit.slowdown.back() != 1.0 || all != 1.0 || forward != 1.0 || backward != 1.0;
     }
-    unit.varies |= model.thermal_ || model.levels_;
+    unit.varies |= model.thermal_ || !model.spec_.levels.empty();
     unit.max_slowdown = *std::max_element(unit.slowdown.begin(), unit.slowdown.end());
     unit.comm_key = splitmix64(comm_key ^ splitmix64(static_cast<uint64_t>(*std::min_element(
                                               unit.gpus.begin(), unit.gpus.end()))));
@@ -326,6 +330,7 @@ double RunVariation::level_factor(const Unit& unit, size_t i, const Op& op, int 
 }
 
 double RunVariation::launch_gap_s(int rank, int step, const PassRef& pass) const {
+  if (model_.launch_gap_ < 0) return 0;
   const Unit& unit = units_[static_cast<size_t>(rank)];
   double gap = 0;
   for (int gpu : unit.gpus) {
@@ -334,7 +339,7 @@ double RunVariation::launch_gap_s(int rank, int step, const PassRef& pass) const
                         static_cast<uint64_t>(gpu),
                         static_cast<uint64_t>(step) * 1000003 + static_cast<uint64_t>(pass.index)));
   }
-  return model_.launch_gap_ >= 0 ? gap : 0.0;
+  return gap;
 }
 
 double RunVariation::host_step_s(int rank, int step) const {
@@ -534,12 +539,7 @@ ExecutionTime RunVariation::execute(int rank, const std::vector<const Op*>& ops,
 double RunVariation::collective_slowdown(GroupId group, CollectiveOp op, int position) {
   const VariationModel& m = model_;
   if (m.group_scope_.empty() || !m.group_scope_[group]) return 1.0;
-  const CommScope scope = *m.group_scope_[group];
-  auto by_op = m.jitter_by_op_.find({op, scope});
-  auto by_scope = m.jitter_.find(scope);
-  const int sampler = by_op != m.jitter_by_op_.end() ? by_op->second
-                      : by_scope != m.jitter_.end()  ? by_scope->second
-                                                     : -1;
+  const int sampler = m.jitter_sampler(op, *m.group_scope_[group]);
   if (sampler < 0) return 1.0;
   auto& calls = calls_[group];
   if (calls.empty()) calls.assign(m.job_.groups[group].ranks.size(), 0);

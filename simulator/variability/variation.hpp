@@ -62,6 +62,8 @@ class VariationModel {
 
   int sampler_for(const DistributionSpec& spec);
   int kernel_sampler(const Kernel& kernel);
+  /// Sampler of the jitter of collective `op` in `scope`: by operation, else by scope; -1: none.
+  int jitter_sampler(CollectiveOp op, CommScope scope) const;
   SegmentPlan plan(const std::vector<Kernel>& kernels);
 
   VariabilitySpec spec_;

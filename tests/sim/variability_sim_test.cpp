@@ -11,6 +11,7 @@
 #include "near.hpp"
 #include "runtime/simulation.hpp"
 #include "workload/job_builder.hpp"
+#include "workload/transformer_job.hpp"
 
 using prismsim::testing::Near;
 
@@ -260,13 +261,23 @@ TEST_CASE("a slow GPU slows its forward and backward passes by their own factors
   CHECK(one_gpu_step("{slow_gpus: [{gpu: 0, slowdown: 2}]}") == Near{2 * plain, 1e-9});
   CHECK(one_gpu_step("{slow_gpus: [{gpu: 0, slowdown: 2, forward: 1}]}") ==
         Near{2 * plain - forward, 1e-9});
-  // A slow GPU elsewhere leaves this one alone (a 16-GPU job: only rank 0's GPU is slowed
-  // here, and it never makes a step faster).
+  // Placed by grid coordinates in a 16-GPU job: the GPU of that rank, the same as naming it by
+  // id; it slows the step.
   const std::vector<std::string> base = {"simulation.steps=1", "engine.layer_collectives=analytic"};
-  const double nominal = step_of(load_scenario(kTinyGpt, base));
-  auto slowed = base;
-  slowed.push_back("variability={slow_gpus: [{stage: 1, replica: 2, forward: 1.5}]}");
-  CHECK(step_of(load_scenario(kTinyGpt, slowed)) > nominal);
+  const Scenario tiny16 = load_scenario(kTinyGpt, base);
+  const double nominal = step_of(tiny16);
+  const int rank = RankGrid(tiny16.parallelism).rank({0, 0, 1, 2});  // tp, cp, pp, dp
+  const int gpu =
+      build_job(tiny16, Topology(tiny16.platform)).gpu_of_rank[static_cast<size_t>(rank)];
+  auto step_with = [&](const std::string& place) {
+    auto overrides = base;
+    overrides.push_back("variability={slow_gpus: [{" + place + ", forward: 1.5}]}");
+    return step_of(load_scenario(kTinyGpt, overrides));
+  };
+  const double by_coordinates = step_with("stage: 1, replica: 2");
+  CHECK(by_coordinates > nominal);
+  CHECK(by_coordinates == step_with(fmt::format("gpu: {}", gpu)));
+  CHECK(by_coordinates == step_with(fmt::format("rank: {}", rank)));
 }
 
 TEST_CASE("host step time and launch gaps delay the GPU by their durations") {

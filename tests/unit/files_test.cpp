@@ -83,6 +83,11 @@ TEST_CASE("files: a read-file log sees each file read whole, in order, while it 
     CHECK(log.files()[0].second == "b: 2\n");
     CHECK(log.files()[1].second == "a: 1\n");
   }
+  // Reads after the log is gone go nowhere: a later log starts empty and sees only its own.
+  CHECK(read_file((dir.path / "a.yaml").string(), &reason));
   ReadFileLog later;
   CHECK(later.files().empty());
+  CHECK(read_file((dir.path / "b.yaml").string(), &reason));
+  REQUIRE(later.files().size() == 1);
+  CHECK(later.files()[0].second == "b: 2\n");
 }
