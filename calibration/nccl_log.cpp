@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <map>
 #include <memory>
@@ -15,6 +16,9 @@
 
 namespace prismsim {
 namespace {
+
+/// The most GPUs a measured row may name (a count, not a limit of any real system).
+constexpr double kMaxGpus = 1e7;
 
 /// Drops an MPI launcher's tag ("[1,0]<stdout>:") from the start of a line.
 std::string strip_mpi_tag(const std::string& line) {
@@ -72,7 +76,7 @@ NcclLog parse_nccl_log(const std::string& text, const std::string& path) {
         for (size_t i = 2; i + 1 < fields.size(); ++i) {
           double iters = 0;
           if (fields[i] == "iters:" && fields[i - 1] != "warmup" && fields[i - 1] != "agg" &&
-              read_number(fields[i + 1], &iters) && iters >= 1) {
+              read_number(fields[i + 1], &iters) && is_whole_in(iters, 1, 1e9)) {
             log.iterations = static_cast<int>(iters);
           }
         }
@@ -128,7 +132,14 @@ NcclLog parse_nccl_log(const std::string& text, const std::string& path) {
     }
     if (m.bytes == 0) continue;  // nccl-tests' 0-byte row times an empty launch
     double count = 0;
-    if (read_number(field(count_column), &count)) m.count = static_cast<int64_t>(count);
+    if (read_number(field(count_column), &count)) {
+      if (!is_whole_in(count, 0, 9e15)) {
+        diags.error(SourceLoc{file, line_no, column},
+                    "the count column must hold a whole number of elements");
+        continue;
+      }
+      m.count = static_cast<int64_t>(count);
+    }
     m.type = field(type_column);
     m.redop = field(redop_column);
     m.root = field(root_column);
@@ -285,9 +296,9 @@ std::vector<NcclLog> read_busbw_table(const std::string& path,
     if ((size_column >= 0 && !read_number(at(size_column), &m.bytes)) ||
         !read_number(at(busbw_column), &m.busbw_GBps) ||
         (gpus_column >= 0 && !read_number(at(gpus_column), &gpus)) || m.bytes <= 0 ||
-        m.busbw_GBps <= 0 || gpus < 1) {
+        m.busbw_GBps <= 0 || !is_whole_in(gpus, 1, kMaxGpus)) {
       diags.error(SourceLoc{file, line_no, 1},
-                  "expected a positive size, bus bandwidth and GPU count in this row");
+                  "expected a positive size, bus bandwidth and whole GPU count in this row");
       continue;
     }
     const int ranks = static_cast<int>(gpus);

@@ -69,8 +69,7 @@ NcclLog read_log_spec(const std::string& spec, CollectiveOp fallback_op, bool op
   const auto gpus = parse_number(shape.substr(0, slash));
   const auto nodes = slash == std::string::npos ? std::optional<double>(1.0)
                                                 : parse_number(shape.substr(slash + 1));
-  if (!gpus || !nodes || *gpus < 1 || *nodes < 1 || *gpus != std::floor(*gpus) ||
-      *nodes != std::floor(*nodes)) {
+  if (!gpus || !nodes || !is_whole_in(*gpus, 1, 1e7) || !is_whole_in(*nodes, 1, *gpus)) {
     throw UsageProblem{
         fmt::format("'{}': expected LOG@GPUS or LOG@GPUS/NODES with whole positive "
                     "counts",
@@ -252,8 +251,11 @@ int main(int argc, char** argv) {
       const size_t colon = spec.rfind(':');
       const auto gpus =
           colon == std::string::npos ? std::nullopt : parse_number(spec.substr(colon + 1));
-      if (!gpus || *gpus < 1) {
-        throw UsageProblem{fmt::format("--vtrain expects FILE:GPUS, got '{}'", spec)};
+      if (!gpus || !is_whole_in(*gpus, 1, 1e7)) {
+        throw UsageProblem{
+            fmt::format("--vtrain expects FILE:GPUS with a whole GPU count, got "
+                        "'{}'",
+                        spec)};
       }
       logs.push_back(read_vtrain_allreduce_csv(spec.substr(0, colon), static_cast<int>(*gpus)));
     }

@@ -59,10 +59,11 @@ std::vector<MeasuredIteration> read_vtrain_iterations(const std::string& path) {
     for (size_t k = 0; k < column.size(); ++k) {
       const std::string cell = column[k] < cells.size() ? cells[column[k]] : "";
       const auto value = parse_number(cell);
-      if (!value || !(*value > 0)) {
-        throw InputError({Diagnostic{
-            SourceLoc{file, number, 1},
-            fmt::format("column '{}' must be a positive number, got '{}'", wanted[k], cell)}});
+      if (!value || !(*value > 0) || *value > 1e9) {
+        throw InputError({Diagnostic{SourceLoc{file, number, 1},
+                                     fmt::format("column '{}' must be a positive number up to "
+                                                 "1e9, got '{}'",
+                                                 wanted[k], cell)}});
       }
       values.push_back(*value);
     }

@@ -138,6 +138,25 @@ def main(argv):
     for path in glob.glob(os.path.join(calibrate, "*.log")):
         write_seed(outdir, "fuzz_nccl_log", read(path))
 
+    for path in glob.glob(os.path.join(calibrate, "timeline-*.csv")):
+        write_seed(outdir, "fuzz_timeline", read(path))
+    # The layout calibrate_timeline_test.sh writes: 2 replicas x 2 stages x 2 steps x 2
+    # microbatches, with a reduce-scatter per stage.
+    rows = ["dp_rank,stage,rank,step,optype,start_ts,duration,seq_id,mc,mb_id,gmc"]
+    for step in (1, 2):
+        for replica in (0, 1):
+            for stage in (0, 1):
+                rank, t = replica * 2 + stage, 0
+                for mb in (0, 1):
+                    rows.append(f"{replica},{stage},{rank},{step},forward-compute,{t}.0,"
+                                f"{0.5 + 0.01 * rank},{mb},0,{mb},0")
+                    rows.append(f"{replica},{stage},{rank},{step},backward-compute,{t + 1}.0,"
+                                f"{0.75 + 0.02 * step},{mb},0,{mb},0")
+                    t += 2
+                rows.append(f"{replica},{stage},{rank},{step},grads-reduce-scatter,"
+                            f"{t + replica}.0,{1.25 - replica},0,-1,-1,-1")
+    write_seed(outdir, "fuzz_timeline", "\n".join(rows) + "\n")
+
     with open(os.path.join(outdir, "yaml.dict"), "w", encoding="utf-8") as handle:
         for token in yaml_dictionary(yaml_files):
             escaped = "".join(f"\\x{ord(c):02X}" if c in '\\"' or not " " <= c <= "~" else c

@@ -12,8 +12,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 TARGETS=(fuzz_scenario fuzz_platform fuzz_workload fuzz_set fuzz_kineto fuzz_samples_csv
-         fuzz_nccl_log)
-# (fuzz_timeline: add it here once the timeline reader exists; see fuzz/CMakeLists.txt.)
+         fuzz_nccl_log fuzz_timeline)
 
 if [ $# -lt 1 ] || ! [[ $1 =~ ^[0-9]+$ ]] || [ "$1" -lt 1 ]; then
   echo "usage: scripts/fuzz.sh SECONDS [TARGET...]" >&2

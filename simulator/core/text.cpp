@@ -39,6 +39,10 @@ std::optional<double> parse_number(std::string_view text) {
   return value;
 }
 
+bool is_whole_in(double x, double lo, double hi) {
+  return x >= lo && x <= hi && x == std::floor(x);
+}
+
 std::string human_seconds(double s) {
   if (s >= 1.0 || s == 0.0) return fmt::format("{:.4g} s", s);
   if (s >= 1e-3) return fmt::format("{:.4g} ms", s * 1e3);

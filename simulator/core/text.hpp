@@ -16,6 +16,9 @@ std::vector<std::string> split_fields(std::string_view line, char separator);
 /// large for a double give nothing, numbers below its normal range their (subnormal) value.
 std::optional<double> parse_number(std::string_view text);
 
+/// Whether `x` is a whole number from `lo` to `hi`: a count that fits the integer it will become.
+bool is_whole_in(double x, double lo, double hi);
+
 /// Whether `name` matches `pattern`: equal to it, or starting with it less its final '*'.
 bool matches_name_pattern(std::string_view pattern, std::string_view name);
 

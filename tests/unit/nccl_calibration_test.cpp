@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "core/diagnostics.hpp"
 #include "nccl_fit.hpp"
 #include "nccl_log.hpp"
 #include "near.hpp"
@@ -165,6 +166,24 @@ TEST_CASE("the measured-log reader reads old and new nccl-tests headers, with MP
   CHECK(log.points[0].time_s == Near{996.0e-6, 1e-12});
   CHECK(log.points[0].in_place.busbw_GBps == 125.62);
   CHECK(log.points[0].out_of_place.wrong == "0");
+}
+
+TEST_CASE("the measured-log reader refuses counts that are not whole numbers of elements") {
+  // Found by fuzz_nccl_log: a count of 1e51 was cast to an integer (undefined behaviour).
+  const std::string header =
+      "#       size         count      type   redop    root     time   algbw   busbw "
+      "#wrong     time   algbw   busbw #wrong\n";
+  for (const std::string count : {"1e51", "2.5", "-4"}) {
+    const std::string text = header + "    1024    " + count +
+                             "  float  sum  -1  10.0  0.1  0.2  0  10.1  0.1  0.2  0\n";
+    try {
+      parse_nccl_log(text, "all_reduce_8gpu.log");
+      FAIL("accepted count " << count);
+    } catch (const InputError& e) {
+      CHECK(std::string(e.what()).find("all_reduce_8gpu.log:2:5: error: the count column") !=
+            std::string::npos);
+    }
+  }
 }
 
 TEST_CASE("a bus-bandwidth table gives one log per GPU count, filtered by column") {
