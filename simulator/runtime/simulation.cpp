@@ -149,6 +149,10 @@ class Simulation::Run {
   std::vector<RankEvents> events_;                   ///< per rank
   std::vector<int> streams_done_;                    ///< per step: streams that finished it
   std::vector<std::pair<sg4::Link*, double>> inter_node_links_;  ///< nominal Bps
+  /// Per network group (with jitter): calls each member has entered, and per call the latest
+  /// start of a member so far. Jitter stretches a call's transfer, after its last member came.
+  IdVector<GroupId, std::vector<uint64_t>> calls_entered_;
+  IdVector<GroupId, std::vector<double>> latest_start_;
   double regime_slowdown_ = 1;
   double last_step_end_s_ = 0;
   RunResult result_;
@@ -172,6 +176,8 @@ Simulation::Run::Run(Simulation& simulation, const RunRequest& request, const St
   const VariationModel* model = request.variation;
   if (model == nullptr || !model->active()) return;
   variation_ = std::make_unique<RunVariation>(*model, request.seed);
+  calls_entered_.resize(job_.groups.size());
+  latest_start_.resize(job_.groups.size());
   // Routes read latencies from the topology when the simulation asks for them.
   for (const auto& [link, latency_s] : variation_->wan_latencies()) {
     sim_.topology_.set_latency(link, latency_s);
@@ -371,12 +377,24 @@ void Simulation::Run::collective(int rank, const ops::Collective& op) {
   const int position = sim_.position_in(op.group, rank);
   GroupRuntime& group = *sim_.groups_[op.group];
   const Algorithm algorithm = group.applicable(op.op, sim_.scenario_.engine.collective_algorithm);
+  uint64_t call = 0;  // an index: other members may grow latest_start_ while this one runs
+  if (variation_) {
+    auto& entered = calls_entered_[op.group];
+    if (entered.empty()) entered.assign(job_.groups[op.group].ranks.size(), 0);
+    call = entered[static_cast<size_t>(position)]++;
+    auto& latest = latest_start_[op.group];
+    if (latest.size() <= call) latest.resize(call + 1, 0.0);
+    latest[call] = std::max(latest[call], start);
+  }
   group.run(position, group.prepare(op.op, op.bytes, algorithm, op.root), result_.counters);
   if (variation_) {
-    // Jitter stretches the call by its slowdown: the fabric model is its fastest.
+    // Jitter stretches the transfer by its slowdown (the fabric model is its fastest): the time
+    // from the last member's start to the end, as `prismsim calibrate` measures it. The wait for
+    // late members is not stretched: a member that came early would otherwise be slowed by how
+    // long it waited.
     const double slowdown = variation_->collective_slowdown(op.group, op.op, position);
-    if (slowdown > 1)
-      sg4::this_actor::sleep_for((slowdown - 1) * (sg4::Engine::get_clock() - start));
+    const double transfer_s = sg4::Engine::get_clock() - latest_start_[op.group][call];
+    if (slowdown > 1 && transfer_s > 0) sg4::this_actor::sleep_for((slowdown - 1) * transfer_s);
   }
 }
 

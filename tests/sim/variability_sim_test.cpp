@@ -122,6 +122,25 @@ TEST_CASE("collective jitter stretches a network collective by its slowdown") {
   CHECK(slow - compute == Near{1.5 * (step - compute), 1e-9});
 }
 
+TEST_CASE("collective jitter stretches the transfer, not the wait for a late member") {
+  // One of the two nodes computes 1.3x slower: the other node's ranks wait for it in the
+  // all-reduce. Jitter stretches the transfer after the last member came (what `prismsim
+  // calibrate` measures); stretching each member's whole call, wait included, would make the
+  // early ranks finish 1.5 x 0.3 x compute later still.
+  const std::vector<std::string> base = {"simulation.steps=1", "parallelism.gpus=16",
+                                         "parallelism.dp=16"};
+  const double compute = compute_seconds(load_scenario(kDp, base));
+  auto slow_node = base;
+  slow_node.push_back("variability={slow_nodes: [{rank: 0, slowdown: 1.3}]}");
+  auto jittered = base;
+  jittered.push_back(
+      "variability={slow_nodes: [{rank: 0, slowdown: 1.3}], network: {jitter: {inter_node: "
+      "1.5}}}");
+  const double transfer = step_of(load_scenario(kDp, slow_node)) - 1.3 * compute;
+  REQUIRE(transfer > 0);
+  CHECK(step_of(load_scenario(kDp, jittered)) == Near{1.3 * compute + 1.5 * transfer, 1e-9});
+}
+
 TEST_CASE("transfer jitter stretches a pipeline transfer's bandwidth time by its slowdown") {
   // Two pipeline stages in one node, one microbatch: the step's critical path holds the forward
   // transfer and the backward one, so it grows linearly with the transfers' slowdown.
