@@ -320,12 +320,16 @@ TrainLengthSpec read_train_length(const ConfigNode& node, const std::string& pat
   assign(t.replications, r.integer("replications", false, 1, 10'000'000));
   if (const ConfigNode* list = r.list("deadlines", false)) {
     for (const auto& item : list->items) {
-      auto d = read_quantity(item, r.path_of("deadlines"), units::parse_duration, diags);
-      if (d && *d > 0) {
-        t.deadlines_s.push_back(*d);
-      } else if (d) {
-        diags.error(item.loc,
-                    fmt::format("'{}' must be positive durations", r.path_of("deadlines")));
+      std::string reason;
+      const auto d = item.is_scalar() ? units::parse_deadline(item.scalar, &reason) : std::nullopt;
+      if (!d || d->multiple > 1e6) {
+        diags.error(item.loc, fmt::format("'{}' items must be positive durations ('60d') or "
+                                          "multiples of the failure-free time up to 1e6 ('1.1x')",
+                                          r.path_of("deadlines")));
+      } else if (d->multiple > 0) {
+        t.relative_deadlines.push_back(d->multiple);
+      } else {
+        t.deadlines_s.push_back(d->seconds);
       }
     }
     if (t.kind == TrainLengthSpec::Kind::until && !list->items.empty()) {

@@ -19,7 +19,9 @@ struct TrainLengthSpec {
   double until_s = 0;  ///< until: the wall-clock length of the run, s
   int replications = 1000;          ///< Monte Carlo replications of the whole run
   std::vector<double> deadlines_s;  ///< wall-clock deadlines whose P(finish by) is reported
-  SourceLoc loc;                    ///< of `simulation.train`
+  /// Deadlines as multiples of the failure-free time ("1.1x"), reported after `deadlines_s`.
+  std::vector<double> relative_deadlines;
+  SourceLoc loc;  ///< of `simulation.train`
 
   bool active() const { return kind != Kind::none; }
 };

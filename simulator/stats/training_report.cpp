@@ -130,9 +130,9 @@ void write_training_json(JsonWriter& j, const TrainingReport& r) {
   if (!s.deadlines.empty()) {
     j.key("deadlines").begin_array(Layout::line);
     for (const auto& d : s.deadlines) {
-      j.begin_object(Layout::line)
-          .member("deadline_s", d.deadline_s)
-          .member("p_finish", d.p_finish);
+      j.begin_object(Layout::line).member("deadline_s", d.deadline_s);
+      if (d.multiple > 0) j.member("of_failure_free_time", d.multiple);
+      j.member("p_finish", d.p_finish);
       j.key("ci").begin_array(Layout::line).value(d.ci.low).value(d.ci.high).end();
       j.end();
     }
@@ -226,8 +226,10 @@ std::string training_text(const TrainingReport& r) {
         y.young_interval_steps, y.daly_interval_steps);
   }
   for (const auto& d : s.deadlines) {
-    text += fmt::format("  P(finished by {}) = {:.4g} [{:.4g}, {:.4g}]\n",
-                        human_duration(d.deadline_s), d.p_finish, d.ci.low, d.ci.high);
+    const std::string relative =
+        d.multiple > 0 ? fmt::format(", {:g}x the failure-free time", d.multiple) : "";
+    text += fmt::format("  P(finished by {}{}) = {:.4g} [{:.4g}, {:.4g}]\n",
+                        human_duration(d.deadline_s), relative, d.p_finish, d.ci.low, d.ci.high);
   }
   return text;
 }

@@ -122,11 +122,15 @@ TrainingSummary summarize_training(const TrainingPlan& plan,
   s.goodput_mean_ci = {s.goodput.mean - half, s.goodput.mean + half};
   s.work_steps = summarize(work);
   s.interruptions = summarize(interruptions);
-  for (double deadline : plan.length.deadlines_s) {
+  auto add_deadline = [&](double deadline, double multiple) {
     int hits = 0;
     for (const ReplicationOutcome& o : outcomes) hits += o.finished && o.wall_s <= deadline;
-    s.deadlines.push_back({deadline, outcomes.empty() ? 0.0 : hits / n,
+    s.deadlines.push_back({deadline, multiple, outcomes.empty() ? 0.0 : hits / n,
                            wilson_interval(hits, static_cast<int>(outcomes.size()))});
+  };
+  for (double deadline : plan.length.deadlines_s) add_deadline(deadline, 0);
+  for (double multiple : plan.length.relative_deadlines) {
+    add_deadline(multiple * s.failure_free_s, multiple);
   }
   return s;
 }

@@ -64,6 +64,7 @@ struct TrainingSummary {
   /// replications count as late.
   struct Deadline {
     double deadline_s = 0;
+    double multiple = 0;  ///< of the failure-free time, when given so ("1.1x")
     double p_finish = 0;
     Interval ci;
   };

@@ -48,7 +48,7 @@ TEST_CASE("the published failure preset gives 419 unexpected interruptions in 54
 
 TEST_CASE("rates, lengths and checkpoint settings read with their units") {
   const Scenario s = load_scenario(
-      k405b, {"simulation.train={tokens: 15.6T, replications: 10, deadlines: [60d]}",
+      k405b, {"simulation.train={tokens: 15.6T, replications: 10, deadlines: [60d, 1.1x]}",
               "platform.datacenters.0.nodes=2080",
               "resilience={failures: {scale: 2, components: [{name: sw, per: switch, rate: "
               "1/1000h}, {name: slow, per: gpu, mtbf: 1e6h, effect: degrade, slowdown: 1.2, "
@@ -58,6 +58,7 @@ TEST_CASE("rates, lengths and checkpoint settings read with their units") {
   // 2,048 sequences of 8,192 tokens a step.
   CHECK(s.train.steps == 929'833);
   CHECK(s.train.deadlines_s == std::vector<double>{60 * 86400.0});
+  CHECK(s.train.relative_deadlines == std::vector<double>{1.1});
   CHECK(s.train.replications == 10);
   const auto& r = s.resilience;
   REQUIRE(r.components.size() == 2);

@@ -421,6 +421,7 @@ TEST_CASE("the summary reports percentiles, goodput, causes and deadlines") {
   plan.resilience.components = {component("software", FailureUnit::job, 1.0 / (5 * kHour))};
   plan.resilience.restart_s = DistributionSpec::constant_at(600);
   plan.length.deadlines_s = {100'000, 200'000};
+  plan.length.relative_deadlines = {1.0, 2.5};  // of the failure-free 100,000 s
   const auto outcomes = simulate_training(plan, 2);
   const TrainingSummary s = summarize_training(plan, outcomes);
   CHECK(s.replications == 200);
@@ -429,8 +430,16 @@ TEST_CASE("the summary reports percentiles, goodput, causes and deadlines") {
   REQUIRE(s.wall_ci.size() == 3);
   CHECK(s.wall_ci[0].low <= s.wall_s.p50);
   CHECK(s.wall_ci[0].high >= s.wall_s.p50);
+  REQUIRE(s.deadlines.size() == 4);
   CHECK(s.deadlines[0].p_finish == 0);
   CHECK(s.deadlines[1].p_finish == 1);
+  CHECK(s.deadlines[0].multiple == 0);
+  CHECK(s.failure_free_s == 100'000);
+  CHECK(s.deadlines[2].deadline_s == 100'000);
+  CHECK(s.deadlines[2].multiple == 1.0);
+  CHECK(s.deadlines[2].p_finish == 0);
+  CHECK(s.deadlines[3].deadline_s == 250'000);
+  CHECK(s.deadlines[3].p_finish == 1);
   CHECK(s.goodput.mean == Near{100'000 / s.wall_s.mean, 0.01});
   double fractions = 0;
   for (double f : s.mean_fraction) fractions += f;
