@@ -131,8 +131,9 @@ class Simulation::Run {
   };
 
   void stream_main(int rank, int stream);
-  /// Runs the fused compute `ops` of `rank` now, for as long as they take.
-  void compute(int rank, int stream, int step, const std::vector<const Op*>& ops);
+  /// Runs the fused compute `ops` of `rank` after `lead_s` (the host's launch gap, the GPU idle),
+  /// for as long as they take.
+  void compute(int rank, int stream, int step, const std::vector<const Op*>& ops, double lead_s);
   void collective(int rank, const ops::Collective& op);
   void finish_step(int step);
   /// Sets the network regime of `step`: inter-node bandwidth divided by its slowdown.
@@ -258,6 +259,7 @@ void Simulation::Run::stream_main(int rank, int stream) {
   std::vector<sg4::CommPtr> sends;     // complete on their own; awaited at the step's end
   std::vector<sg4::CommPtr> blocking;  // awaited after the receive batched with them, if any
   std::vector<const Op*> fused;        // consecutive compute ops: one execution
+  double lead_s = 0;                   // the host's launch gap before `fused`
   const bool launch_gaps = variation_ && variation_->has_launch_gaps();
   for (int step = 0; step < sim_.scenario_.simulation.steps; ++step) {
     if (stream == 0 && variation_ && variation_->has_host_step()) {
@@ -274,17 +276,18 @@ void Simulation::Run::stream_main(int rank, int stream) {
         if (launch_gaps && run != nullptr && run->pass && run->pass->first) {
           // The host's gap before the pass: an execution of its own starts after it.
           if (!fused.empty()) {
-            compute(rank, stream, step, fused);
+            compute(rank, stream, step, fused, lead_s);
             fused.clear();
           }
-          sg4::this_actor::sleep_for(variation_->launch_gap_s(rank, step, *run->pass));
+          lead_s = variation_->launch_gap_s(rank, step, *run->pass);
         }
         fused.push_back(&op);
         continue;
       }
       if (!fused.empty()) {
-        compute(rank, stream, step, fused);
+        compute(rank, stream, step, fused, lead_s);
         fused.clear();
+        lead_s = 0;
       }
       const double start = sg4::Engine::get_clock();
       bool notable = true;  // observers hear of collectives, receives and waits
@@ -325,8 +328,9 @@ void Simulation::Run::stream_main(int rank, int stream) {
       if (watched && notable) notify({rank, stream, step, start, sg4::Engine::get_clock(), &op});
     }
     if (!fused.empty()) {
-      compute(rank, stream, step, fused);
+      compute(rank, stream, step, fused, lead_s);
       fused.clear();
+      lead_s = 0;
     }
     // Sends finish when their receivers take them; the step ends after they have.
     if (!blocking.empty()) sg4::Comm::wait_all(blocking);
@@ -337,8 +341,10 @@ void Simulation::Run::stream_main(int rank, int stream) {
   }
 }
 
-void Simulation::Run::compute(int rank, int stream, int step, const std::vector<const Op*>& ops) {
-  const double start = sg4::Engine::get_clock();
+void Simulation::Run::compute(int rank, int stream, int step, const std::vector<const Op*>& ops,
+                              double lead_s) {
+  // The execution starts after the lead (an idle GPU), in the same timed wait: one event.
+  const double start = sg4::Engine::get_clock() + lead_s;
   double nominal_s = 0;
   for (const Op* op : ops) nominal_s += nominal_seconds(job_, *op);
   const auto& watchers = watchers_[static_cast<size_t>(rank)];
@@ -351,7 +357,7 @@ void Simulation::Run::compute(int rank, int stream, int step, const std::vector<
         rank, ops, start, step,
         kernels_wanted_[static_cast<size_t>(rank)] ? &member_kernel_s : nullptr);
   }
-  sg4::this_actor::sleep_for(time.seconds);
+  sg4::this_actor::sleep_for(lead_s + time.seconds);
   ++result_.counters.executions;
   if (watchers.empty()) return;
   ComputeSpan span{

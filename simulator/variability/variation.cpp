@@ -242,6 +242,9 @@ VariationModel::SegmentPlan VariationModel::plan(const std::vector<Kernel>& kern
 
 RunVariation::RunVariation(const VariationModel& model, uint64_t run_seed)
     : model_(model), seed_(run_seed) {
+  for (uint64_t p = 0; p <= static_cast<uint64_t>(Purpose::slow_gpu); ++p) {
+    purpose_keys_.push_back(stream_key(run_seed, static_cast<Purpose>(p)));
+  }
   const Job& job = model.job_;
   units_.resize(static_cast<size_t>(job.rank_count()));
   calls_.resize(job.groups.size());
@@ -297,20 +300,31 @@ RunVariation::RunVariation(const VariationModel& model, uint64_t run_seed)
 double RunVariation::draw(int sampler, uint64_t purpose, uint64_t entity, uint64_t index) const {
   if (sampler < 0) return 1.0;
   return model_.samplers_[static_cast<size_t>(sampler)].draw(
-      word(stream_key(seed_, static_cast<Purpose>(purpose)), entity, index));
+      word(purpose_keys_[purpose], entity, index));
 }
 
-double RunVariation::level_factor(const Unit& unit, size_t i, const Op& op, int step) const {
+double RunVariation::level_factor(Unit& unit, size_t i, const Op& op, int step) {
   const VariationModel& m = model_;
   const auto* run = std::get_if<ops::RunSegment>(&op);
-  const std::optional<PassRef> pass = run != nullptr ? run->pass : std::nullopt;
+  const PassRef* pass = run != nullptr && run->pass ? &*run->pass : nullptr;
   const auto s = static_cast<uint64_t>(step);
   const auto gpu = static_cast<uint64_t>(unit.gpus[i]);
-  double f = run_factor_;
-  f *= draw(m.step_level_, static_cast<uint64_t>(Purpose::step_level), 0, s);
-  f *= draw(m.node_step_level_, static_cast<uint64_t>(Purpose::node_step_level),
-            static_cast<uint64_t>(unit.nodes[i]), s);
-  f *= draw(m.gpu_step_level_, static_cast<uint64_t>(Purpose::gpu_step_level), gpu, s);
+  if (unit.level_step != step) {
+    // The levels of the whole step, drawn once per step and member.
+    unit.level_step = step;
+    unit.step_levels.resize(unit.gpus.size());
+    const double shared =
+        run_factor_ * draw(m.step_level_, static_cast<uint64_t>(Purpose::step_level), 0, s);
+    for (size_t k = 0; k < unit.gpus.size(); ++k) {
+      unit.step_levels[k] =
+          shared *
+          draw(m.node_step_level_, static_cast<uint64_t>(Purpose::node_step_level),
+               static_cast<uint64_t>(unit.nodes[k]), s) *
+          draw(m.gpu_step_level_, static_cast<uint64_t>(Purpose::gpu_step_level),
+               static_cast<uint64_t>(unit.gpus[k]), s);
+    }
+  }
+  double f = unit.step_levels[i];
   if (run != nullptr && run->microbatch && m.microbatch_level_ >= 0) {
     // Shared by every stage's passes of the replica's microbatch.
     f *= draw(m.microbatch_level_, static_cast<uint64_t>(Purpose::microbatch_level),

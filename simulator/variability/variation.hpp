@@ -156,6 +156,8 @@ class RunVariation {
     std::vector<double> ambient_c, temperature_c;
     std::vector<uint64_t> kernel_keys;
     uint64_t comm_key = 0;
+    int level_step = -1;              ///< the step `step_levels` hold
+    std::vector<double> step_levels;  ///< per member: run x step x node_step x gpu_step
     uint64_t executions = 0;
     uint64_t transfers = 0;
     double updated_s = 0;
@@ -164,7 +166,7 @@ class RunVariation {
 
   double persistent_slowdown(int gpu) const;
   /// The product of the level factors of member `i` of `unit` for `op` in step `step`.
-  double level_factor(const Unit& unit, size_t i, const Op& op, int step) const;
+  double level_factor(Unit& unit, size_t i, const Op& op, int step);
   /// Draw of sampler `sampler` in the stream of `purpose` for `entity`, draw `index`.
   double draw(int sampler, uint64_t purpose, uint64_t entity, uint64_t index = 0) const;
   void record_chunk(const VariationModel::SegmentPlan& plan, size_t chunk, double inverse_clock,
@@ -173,6 +175,7 @@ class RunVariation {
 
   const VariationModel& model_;
   uint64_t seed_;
+  std::vector<uint64_t> purpose_keys_;              ///< stream_key(seed_, purpose), by purpose
   std::vector<Unit> units_;                         ///< by rank; empty for ranks not simulated
   IdVector<GroupId, std::vector<uint64_t>> calls_;  ///< [group][position] calls made
   std::vector<double> chunk_max_;                   ///< scratch
