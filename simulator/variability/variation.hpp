@@ -131,9 +131,11 @@ class RunVariation {
   /// `pass` of step `step` (launch gap), and at the start of step `step`; 0 without.
   double launch_gap_s(int rank, int step, const PassRef& pass) const;
   double host_step_s(int rank, int step) const;
-  /// Whether launch gaps are drawn (passes then start executions of their own).
+  /// Whether launch gaps are drawn (before each pass; observed ranks split executions there).
   bool has_launch_gaps() const { return model_.launch_gap_ >= 0; }
   bool has_host_step() const { return model_.host_step_ >= 0; }
+  /// Whether GPUs carry a thermal state (an execution's start then matters, not only its end).
+  bool has_thermal() const { return model_.thermal_; }
   /// Factor (>= 1) multiplying the size of simulated rank `rank`'s next transfer to `peer`.
   double transfer_slowdown(int rank, int peer);
   /// Factor dividing inter-node bandwidth during step `step` (1 without regimes).

@@ -314,6 +314,38 @@ TEST_CASE("host step time and launch gaps delay the GPU by their durations") {
   CHECK(one_gpu_step("{host: {launch_gap: 1ms}}") == Near{plain + passes * 0.001, 1e-9});
 }
 
+TEST_CASE("a launch gap inside a run of compute gives the same steps folded or split") {
+  // Unobserved ranks fold each gap into the execution's timed wait; observed ones split the
+  // execution at the gap (so that a trace shows it). The step times agree.
+  const Scenario s = load_scenario(
+      kTinyGpt, {"simulation.steps=2", "engine.layer_collectives=analytic",
+                 "variability={host: {launch_gap: {unit: ms, gamma: {shape: 2, mean: 0.5}}}, "
+                 "levels: {pass: {lognormal: {median: 1, sigma: 0.05}}}}"});
+  struct WatchAll : RunObserver {
+    bool watches(int) const override { return true; }
+  };
+  auto steps = [&](bool observed) {
+    return testing::in_child([&] {
+      Topology topology(s.platform);
+      const Job job = build_job(s, topology);
+      Simulation simulation(s, job, std::move(topology));
+      const VariationModel model(s.variability, s, simulation.topology(), job);
+      WatchAll all;
+      RunRequest request{0, run_seed(s.simulation.seed, 0), &model, {}};
+      if (observed) request.observers.push_back(&all);
+      std::vector<double> times;
+      simulation.run(request, [&](int, double t) { times.push_back(t); });
+      return times;
+    });
+  };
+  const auto folded = steps(false), split = steps(true);
+  REQUIRE(folded.size() == 2);
+  REQUIRE(split.size() == 2);
+  for (size_t i = 0; i < 2; ++i) CHECK(folded[i] == Near{split[i], 1e-9});
+  CHECK(folded[0] > step_of(load_scenario(
+                        kTinyGpt, {"simulation.steps=1", "engine.layer_collectives=analytic"})));
+}
+
 TEST_CASE("level draws are seeded: the same run repeats, runs differ, a step's draw is shared") {
   const std::vector<std::string> base = {"simulation.steps=3", "engine.layer_collectives=analytic",
                                          "variability={levels: {step: {lognormal: {median: 1, "
