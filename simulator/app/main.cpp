@@ -39,7 +39,8 @@ const char* const kUsage =
     "                    [--max-memory SIZE] [--force]\n"
     "       prismsim check SCENARIO.yaml [--set PATH=VALUE]...\n"
     "       prismsim sweep SWEEP.yaml [--out DIR] [--jobs J] [--runs N] [--seed S]\n"
-    "                    [--set PATH=VALUE]... [--shard K/N]  (one scenario over a grid)\n"
+    "                    [--set PATH=VALUE]... [--shard K/N] [--max-memory SIZE] [--force]\n"
+    "                    (one scenario over a grid)\n"
     "       prismsim merge DIR... [--out OUT]  (the shards of a study into its outputs)\n"
     "       prismsim slurm SCENARIO|SWEEP --shards N [options]  (a Slurm job array and merge;\n"
     "                    prismsim slurm --help)\n"
@@ -101,6 +102,22 @@ int run_check(const Options& options) {
   return kExitOk;
 }
 
+/// The runs at once: --jobs, else the CPU count.
+int jobs_of(const Options& options) {
+  return options.jobs > 0 ? options.jobs
+                          : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+}
+
+/// Whether the run is refused for its expected memory (the message is printed); never with
+/// --force. Checked before the output directory is touched: its previous outputs stay.
+bool refused_for_memory(const Scenario& scenario, const Options& options) {
+  if (options.force) return false;
+  const auto refusal =
+      run_refusal(estimate_scenario_run(scenario, jobs_of(options)), options.max_memory);
+  if (refusal) std::cerr << "prismsim: error: " << *refusal << "\n";
+  return refusal.has_value();
+}
+
 /// `prismsim run --shard K/N`: the shard's runs into DIR/partial-result.txt, resuming from the
 /// finished runs of an earlier, interrupted try.
 int run_shard(const Options& options) {
@@ -119,6 +136,7 @@ int run_shard(const Options& options) {
         "--shard does not take a scenario with simulation.train (the whole run needs "
         "every run's step times in one process): run it unsharded");
   }
+  if (refused_for_memory(scenario, options)) return kExitBadInput;
   const SimulationSpec& sim = scenario.simulation;
   PartialResult partial = partial_identity("run", options.scenario, options.overrides, sim.seed,
                                            sim.runs, 1, shard, in.fingerprint);
@@ -150,10 +168,7 @@ int run_shard(const Options& options) {
   const bool baseline = partial.first == 0 && partial.end > 0 && !done.baseline;
   int stop_signal = 0;
   if (!todo.empty() || (baseline && (done.varied || done.runs.empty()))) {
-    const int jobs = options.jobs > 0
-                         ? options.jobs
-                         : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-    SliceOutcome slice = run_slice(scenario, todo, baseline, jobs, true);
+    SliceOutcome slice = run_slice(scenario, todo, baseline, jobs_of(options), true);
     stop_signal = slice.stop_signal;
     done.collectives = slice.collectives;
     done.ranks_simulated = slice.ranks_simulated;
@@ -204,17 +219,8 @@ int run_command(const Options& options) {
     study.compare_to = options.compare_to;
     study.measured = read_measured_samples(options.compare_to);
   }
-  study.jobs = options.jobs > 0
-                   ? options.jobs
-                   : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  // Refused before the output directory is touched: its previous outputs stay.
-  if (!options.force) {
-    const RunEstimate estimate = estimate_scenario_run(scenario, study.jobs);
-    if (const auto refusal = run_refusal(estimate, options.max_memory)) {
-      std::cerr << "prismsim: error: " << *refusal << "\n";
-      return kExitBadInput;
-    }
-  }
+  study.jobs = jobs_of(options);
+  if (refused_for_memory(scenario, options)) return kExitBadInput;
   const std::filesystem::path out_dir(options.out);
   std::error_code ec;
   std::filesystem::create_directories(out_dir, ec);

@@ -23,6 +23,7 @@
 
 #include "app/cli_errors.hpp"
 #include "app/output_directory.hpp"
+#include "app/run_guard.hpp"
 #include "app/shard.hpp"
 #include "app/study.hpp"
 #include "config/scenario_loader.hpp"
@@ -40,7 +41,7 @@ namespace {
 
 const char* const kUsage =
     "usage: prismsim sweep SWEEP.yaml [--out DIR] [--jobs J] [--runs N] [--seed S]\n"
-    "                      [--set PATH=VALUE]... [--shard K/N]\n";
+    "                      [--set PATH=VALUE]... [--shard K/N] [--max-memory SIZE] [--force]\n";
 
 struct SweepOptions {
   std::string file;
@@ -48,6 +49,8 @@ struct SweepOptions {
   int jobs = 0;
   std::vector<std::string> overrides;  ///< --set, then --runs and --seed as simulation.* values
   std::string shard;                   ///< --shard K/N, or empty
+  std::string max_memory;              ///< refuse sweeps expected to need more; empty: available
+  bool force = false;                  ///< run even when the estimate exceeds the memory
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -773,7 +776,11 @@ SweepOptions parse_options(int argc, char** argv, bool* help) {
       "grid's values, e.g. --set simulation.steps=4")(
       "shard", po::value(&options.shard),
       "K/N: simulate only the K-th of N slices of the (point, run) pairs and write "
-      "DIR/partial-result.txt for prismsim merge (README: Running a study on Slurm)");
+      "DIR/partial-result.txt for prismsim merge (README: Running a study on Slurm)")(
+      "max-memory", po::value(&options.max_memory),
+      "refuse to start when the estimated peak memory (the largest point's, times the points "
+      "run at once) exceeds SIZE (default: the machine's available memory)")(
+      "force", po::bool_switch(&options.force), "run even when the estimate exceeds it");
   po::options_description hidden;
   hidden.add_options()("file", po::value(&options.file));
   po::options_description all;
@@ -793,6 +800,20 @@ SweepOptions parse_options(int argc, char** argv, bool* help) {
   return options;
 }
 
+/// The sweep's memory refusal, if any: `slots` points run at once, each with `jobs_per_point`
+/// runs at once, so the peak is at most the largest point's times `slots`.
+std::optional<std::string> sweep_refusal(const std::vector<Scenario>& scenarios, int slots,
+                                         int jobs_per_point, const std::string& max_memory) {
+  RunEstimate total;
+  for (const Scenario& s : scenarios) {
+    const RunEstimate e = estimate_scenario_run(s, jobs_per_point);
+    total.peak_bytes = std::max(total.peak_bytes, e.peak_bytes * slots);
+    total.seconds += e.seconds;
+    total.events += e.events;
+  }
+  return run_refusal(total, max_memory);
+}
+
 }  // namespace
 
 int sweep_command(int argc, char** argv) {
@@ -808,6 +829,19 @@ int sweep_command(int argc, char** argv) {
       provenance_command("sweep", options.file, options.overrides);
   const SweepSpec spec = load_sweep(options.file);
   const std::vector<Scenario> scenarios = load_points(spec, options.overrides);
+  const int points = static_cast<int>(scenarios.size());
+  const int jobs = options.jobs > 0
+                       ? options.jobs
+                       : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const int slots = std::min(points, jobs);
+  // Refused before the output directory is touched: its previous outputs stay.
+  if (!options.force) {
+    if (const auto refusal =
+            sweep_refusal(scenarios, slots, std::max(1, jobs / slots), options.max_memory)) {
+      std::cerr << "prismsim: error: " << *refusal << "\n";
+      return kExitBadInput;
+    }
+  }
   if (log) {
     const std::string fingerprint = study_fingerprint("sweep", log->files(), options.overrides);
     log.reset();
@@ -823,11 +857,6 @@ int sweep_command(int argc, char** argv) {
     throw UsageError(fmt::format("cannot write to output directory '{}'", options.out));
   }
 
-  const int points = static_cast<int>(scenarios.size());
-  const int jobs = options.jobs > 0
-                       ? options.jobs
-                       : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  const int slots = std::min(points, jobs);
   std::vector<PointResult> results(scenarios.size());
   std::vector<PointState> states(scenarios.size(), PointState::waiting);
   for (size_t point = 0; point < scenarios.size(); ++point) {

@@ -274,6 +274,10 @@ same "refused run wrote nothing" 0 "$(ls "$tmp/refused" 2>/dev/null | wc -l)"
 expect "--force runs anyway" 0 "$prismsim" run "$tiny" --max-memory 1MiB --force --out "$tmp/forced"
 expect "bad --max-memory" 2 "$prismsim" run "$tiny" --max-memory lots --out "$tmp/refused"
 same "bad --max-memory message" 1 "$(grep -c "^prismsim: error: --max-memory 'lots'" "$tmp/err")"
+expect "a shard refused under --max-memory" 2 "$prismsim" run "$tiny" --shard 1/2 --max-memory 1MiB \
+  --out "$tmp/refused-shard"
+same "shard refusal message" 1 "$(grep -c '^prismsim: error: refusing to run: expected .*--force' "$tmp/err")"
+same "refused shard wrote nothing" 0 "$(ls "$tmp/refused-shard" 2>/dev/null | wc -l)"
 # 1,048,576 GPUs on a 2:1 fabric (every rank simulated): refused at once, before any build.
 huge=(--set parallelism.gpus=1048576 --set parallelism.dp=8192 --set workload.global_batch=16384
       --set platform.datacenters.0.nodes=131072 --set platform.fabric.levels=3

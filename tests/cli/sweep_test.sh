@@ -60,6 +60,12 @@ same "a slower node raises p50" 1 "$(awk -v a="$(cell "$csv" 0 step_time_p50_s)"
 same "baseline and slowdown with variation" 1 "$(awk -v b="$(cell "$csv" 1 baseline_step_time_s)" \
   -v p="$(cell "$csv" 1 step_time_p50_s)" -v s="$(cell "$csv" 1 slowdown_p50)" \
   'BEGIN { print (b > 0 && s > 1.05 && (p / b - s) < 1e-12 && (s - p / b) < 1e-12) }')"
+expect "sweep refused under --max-memory" 2 "$prismsim" sweep "$here/cartesian.yaml" \
+  --max-memory 1MiB --out "$tmp/refused"
+same "sweep refusal message" 1 "$(grep -c '^prismsim: error: refusing to run: expected [0-9]* MiB peak memory, .*but --max-memory is 1 MiB; .*--force' "$tmp/err")"
+same "refused sweep wrote nothing" 0 "$(ls "$tmp/refused" 2>/dev/null | wc -l)"
+expect "refused sweep shard" 2 "$prismsim" sweep "$here/cartesian.yaml" --shard 1/2 \
+  --max-memory 1MiB --out "$tmp/refused"
 expect "cartesian, 1 job" 0 "$prismsim" sweep "$here/cartesian.yaml" --out "$tmp/c1" --jobs 1
 same "sweep.csv identical for any --jobs" "" "$(cmp "$tmp/c1/sweep.csv" "$tmp/c3/sweep.csv" 2>&1)"
 same "sweep.json identical for any --jobs" "" "$(cmp "$tmp/c1/sweep.json" "$tmp/c3/sweep.json" 2>&1)"
