@@ -150,8 +150,9 @@ class Simulation::Run {
   std::vector<RankEvents> events_;                   ///< per rank
   std::vector<int> streams_done_;                    ///< per step: streams that finished it
   std::vector<std::pair<sg4::Link*, double>> inter_node_links_;  ///< nominal Bps
-  /// Per network group (with jitter): calls each member has entered, and per call the latest
-  /// start of a member so far. Jitter stretches a call's transfer, after its last member came.
+  /// Per network group (with variation): calls each member has entered, and per call the latest
+  /// start of a member so far (a double per call and group for the run: kilobytes at the step
+  /// counts simulated). Jitter stretches a call's transfer, after its last member came.
   IdVector<GroupId, std::vector<uint64_t>> calls_entered_;
   IdVector<GroupId, std::vector<double>> latest_start_;
   double regime_slowdown_ = 1;
@@ -277,7 +278,8 @@ void Simulation::Run::stream_main(int rank, int stream) {
       if (is_compute(op)) {
         const auto* run = std::get_if<ops::RunSegment>(&op);
         if (launch_gaps && run != nullptr && run->pass && run->pass->first) {
-          // The host's gap before the pass: an execution of its own starts after it.
+          // The host's gap before the pass: the GPU idles for it, in the execution's timed wait
+          // (folded) or before an execution of the pass's own (split).
           const double gap_s = variation_->launch_gap_s(rank, step, *run->pass);
           if (!fused.empty() && !fold_gaps) {
             compute(rank, stream, step, fused, lead_s);

@@ -48,6 +48,7 @@ enum class Purpose : uint64_t {
   launch_gap,
   host_step,
   slow_gpu,
+  end,  // not a purpose: the size of RunVariation's key table (append purposes above it)
 };
 
 /// Key of the streams of one purpose in one run.
@@ -242,7 +243,7 @@ VariationModel::SegmentPlan VariationModel::plan(const std::vector<Kernel>& kern
 
 RunVariation::RunVariation(const VariationModel& model, uint64_t run_seed)
     : model_(model), seed_(run_seed) {
-  for (uint64_t p = 0; p <= static_cast<uint64_t>(Purpose::slow_gpu); ++p) {
+  for (uint64_t p = 0; p < static_cast<uint64_t>(Purpose::end); ++p) {
     purpose_keys_.push_back(stream_key(run_seed, static_cast<Purpose>(p)));
   }
   const Job& job = model.job_;
