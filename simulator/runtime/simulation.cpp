@@ -151,8 +151,8 @@ class Simulation::Run {
   std::vector<int> streams_done_;                    ///< per step: streams that finished it
   std::vector<std::pair<sg4::Link*, double>> inter_node_links_;  ///< nominal Bps
   /// Per network group (with variation): calls each member has entered, and per call the latest
-  /// start of a member so far (a double per call and group for the run: kilobytes at the step
-  /// counts simulated). Jitter stretches a call's transfer, after its last member came.
+  /// start of a member so far (a double per call and group for the run: kilobytes per group at
+  /// the step counts simulated). Jitter stretches a call's transfer, after its last member came.
   IdVector<GroupId, std::vector<uint64_t>> calls_entered_;
   IdVector<GroupId, std::vector<double>> latest_start_;
   double regime_slowdown_ = 1;
