@@ -525,22 +525,9 @@ TimelineCalibration calibrate_timelines(const std::vector<Timeline>& timelines,
       c.launch_gap = fit_slowdowns(gaps, options.fit);
     } else {
       // Zero gaps are real (the pass started at once): keep the measured quantiles.
-      std::sort(gaps.begin(), gaps.end());
-      SlowdownFit f;
-      f.samples = gaps.size();
-      f.p50 = quantile_sorted(gaps, 0.5);
-      f.p95 = quantile_sorted(gaps, 0.95);
-      f.p99 = quantile_sorted(gaps, 0.99);
-      f.max = gaps.back();
-      f.chosen = "empirical";
-      f.distribution.family = DistributionSpec::Family::empirical;
-      const size_t points = std::min(gaps.size(), options.fit.empirical_points);
-      for (size_t i = 0; i < points; ++i) {
-        // A scenario's empirical values are at least 1e-12 (s): a 0 is written as that.
-        f.distribution.samples.push_back(std::max(
-            1e-12,
-            quantile_sorted(gaps, (static_cast<double>(i) + 0.5) / static_cast<double>(points))));
-      }
+      SlowdownFit f = empirical_fit(gaps, options.fit);
+      // A scenario's empirical values are at least 1e-12 (s): a 0 is written as that.
+      for (double& v : f.distribution.samples) v = std::max(1e-12, v);
       c.launch_gap = f;
       c.notes.push_back(
           fmt::format("host.launch_gap: {} of {} gaps are 0; the measured quantiles "

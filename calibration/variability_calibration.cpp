@@ -246,15 +246,36 @@ OtsuSplit otsu_split(const std::vector<double>& sorted) {
   return best;
 }
 
+namespace {
+
+/// A fit's description of the sorted sample: its size and percentiles.
+SlowdownFit described(const std::vector<double>& sorted) {
+  SlowdownFit out;
+  out.samples = sorted.size();
+  out.p50 = quantile_sorted(sorted, 0.5);
+  out.p95 = quantile_sorted(sorted, 0.95);
+  out.p99 = quantile_sorted(sorted, 0.99);
+  out.max = sorted.back();
+  return out;
+}
+
+}  // namespace
+
+SlowdownFit empirical_fit(std::vector<double> values, const CalibrationOptions& options) {
+  if (values.empty()) throw std::invalid_argument("no values to keep");
+  std::sort(values.begin(), values.end());
+  SlowdownFit out = described(values);
+  out.chosen = "empirical";
+  out.distribution.family = DistributionSpec::Family::empirical;
+  midpoint_quantiles(values, std::min(values.size(), options.empirical_points), nullptr,
+                     &out.distribution.samples);
+  return out;
+}
+
 SlowdownFit fit_slowdowns(std::vector<double> slowdowns, const CalibrationOptions& options) {
   if (slowdowns.empty()) throw std::invalid_argument("no slowdowns to fit");
   std::sort(slowdowns.begin(), slowdowns.end());
-  SlowdownFit out;
-  out.samples = slowdowns.size();
-  out.p50 = quantile_sorted(slowdowns, 0.5);
-  out.p95 = quantile_sorted(slowdowns, 0.95);
-  out.p99 = quantile_sorted(slowdowns, 0.99);
-  out.max = slowdowns.back();
+  SlowdownFit out = described(slowdowns);
   midpoint_quantiles(slowdowns, std::min(kPlotPoints, slowdowns.size()), &out.probabilities,
                      &out.quantiles);
   if (slowdowns.front() == slowdowns.back()) {

@@ -103,6 +103,9 @@ KernelStepLevels kernel_step_levels(const SampleSet& set);
 
 /// Fits families to `slowdowns` (all positive) and chooses one as CalibrationOptions says.
 SlowdownFit fit_slowdowns(std::vector<double> slowdowns, const CalibrationOptions& options);
+/// The sample's own quantiles (`options.empirical_points` of them at most) as an empirical
+/// distribution, with the sample's percentiles; for values no family fits (zeros included).
+SlowdownFit empirical_fit(std::vector<double> values, const CalibrationOptions& options);
 
 /// Otsu's threshold on `values` (sorted ascending): the index of the first value of the upper
 /// class, and the separability (between-class over total variance, in [0, 1]).
