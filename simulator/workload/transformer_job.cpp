@@ -200,6 +200,9 @@ class TransformerJobBuilder {
   std::string group_key(std::optional<GroupId> group) const;
   /// The GPUs of `group`'s members, in group order.
   std::vector<int> gpus_of(GroupId group) const;
+  /// What build() and shape() both start from: the collectives' placement, one GPU per rank, the
+  /// groups.
+  void prepare();
   void build_groups();
   void build_data_parallel_groups();
   const std::vector<PassUnit>& units(bool forward, int vs);
@@ -757,12 +760,16 @@ bool TransformerJobBuilder::symmetric() const {
          topology_.only_gpu_links_saturate();
 }
 
-RunShape TransformerJobBuilder::shape() {
-  const int ranks = grid_.ranks();
+void TransformerJobBuilder::prepare() {
   network_ = layer_collectives_in_network();
-  job_.gpu_of_rank.resize(static_cast<size_t>(ranks));
+  job_.gpu_of_rank.resize(static_cast<size_t>(grid_.ranks()));
   std::iota(job_.gpu_of_rank.begin(), job_.gpu_of_rank.end(), 0);
   build_groups();
+}
+
+RunShape TransformerJobBuilder::shape() {
+  const int ranks = grid_.ranks();
+  prepare();
   RunShape shape;
   shape.ranks = ranks;
   const int64_t per_stage = ranks / p_.pp / (symmetric() ? p_.tp : 1);
@@ -776,10 +783,7 @@ RunShape TransformerJobBuilder::shape() {
 
 Job TransformerJobBuilder::build() {
   const int ranks = grid_.ranks();
-  network_ = layer_collectives_in_network();
-  job_.gpu_of_rank.resize(static_cast<size_t>(ranks));
-  std::iota(job_.gpu_of_rank.begin(), job_.gpu_of_rank.end(), 0);
-  build_groups();
+  prepare();
   // With analytic TP collectives, the ranks of a TP group run the same program in lockstep, and
   // their transfers and data-parallel calls go to the same-position ranks of other groups. When
   // no link outside the GPUs' own can limit a flow, different positions never share a
