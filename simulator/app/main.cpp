@@ -6,7 +6,6 @@
 #include <iostream>
 #include <set>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "app/calibrate_command.hpp"
@@ -102,18 +101,12 @@ int run_check(const Options& options) {
   return kExitOk;
 }
 
-/// The runs at once: --jobs, else the CPU count.
-int jobs_of(const Options& options) {
-  return options.jobs > 0 ? options.jobs
-                          : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-}
-
 /// Whether the run is refused for its expected memory (the message is printed); never with
 /// --force. Checked before the output directory is touched: its previous outputs stay.
 bool refused_for_memory(const Scenario& scenario, const Options& options) {
   if (options.force) return false;
   const auto refusal =
-      run_refusal(estimate_scenario_run(scenario, jobs_of(options)), options.max_memory);
+      run_refusal(estimate_scenario_run(scenario, jobs_or_cpus(options.jobs)), options.max_memory);
   if (refusal) std::cerr << "prismsim: error: " << *refusal << "\n";
   return refusal.has_value();
 }
@@ -143,20 +136,11 @@ int run_shard(const Options& options) {
   partial.deadlines = options.deadlines;
   partial.compare_to = options.compare_to;
   partial.command = options.command_line;
+  const ShardStart start = start_shard(options.out, partial);
+  if (start.complete) return kExitOk;
+  const std::optional<PartialResult>& earlier = start.earlier;
   const std::filesystem::path out_dir(options.out);
-  std::error_code ec;
-  std::filesystem::create_directories(out_dir, ec);
-  if (ec || ::access(out_dir.c_str(), W_OK) != 0) {
-    throw UsageError(fmt::format("cannot write to output directory '{}'", options.out));
-  }
-  const std::optional<PartialResult> earlier = resumable_partial(out_dir, partial);
   const std::string path = (out_dir / kPartialResultFile).string();
-  if (earlier && earlier->complete) {
-    std::cout << fmt::format("shard {}: already complete in {}; nothing to do\n", shard.str(),
-                             path);
-    return kExitOk;
-  }
-  clear_previous_outputs(out_dir);  // never a mix of two studies (app/output_directory.hpp)
   PartialPoint done;
   if (earlier && earlier->point_results.count(0)) done = earlier->point_results.at(0);
   std::set<int> finished;
@@ -168,7 +152,7 @@ int run_shard(const Options& options) {
   const bool baseline = partial.first == 0 && partial.end > 0 && !done.baseline;
   int stop_signal = 0;
   if (!todo.empty() || (baseline && (done.varied || done.runs.empty()))) {
-    SliceOutcome slice = run_slice(scenario, todo, baseline, jobs_of(options), true);
+    SliceOutcome slice = run_slice(scenario, todo, baseline, jobs_or_cpus(options.jobs), true);
     stop_signal = slice.stop_signal;
     done.collectives = slice.collectives;
     done.ranks_simulated = slice.ranks_simulated;
@@ -219,7 +203,7 @@ int run_command(const Options& options) {
     study.compare_to = options.compare_to;
     study.measured = read_measured_samples(options.compare_to);
   }
-  study.jobs = jobs_of(options);
+  study.jobs = jobs_or_cpus(options.jobs);
   if (refused_for_memory(scenario, options)) return kExitBadInput;
   const std::filesystem::path out_dir(options.out);
   std::error_code ec;

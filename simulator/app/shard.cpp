@@ -587,6 +587,24 @@ std::optional<PartialResult> resumable_partial(const std::filesystem::path& dir,
   return std::nullopt;
 }
 
+ShardStart start_shard(const std::string& out, const PartialResult& identity) {
+  const std::filesystem::path dir(out);
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec || ::access(dir.c_str(), W_OK) != 0) {
+    throw UsageError(fmt::format("cannot write to output directory '{}'", out));
+  }
+  ShardStart start{resumable_partial(dir, identity), false};
+  if (start.earlier && start.earlier->complete) {
+    std::cout << fmt::format("shard {}: already complete in {}; nothing to do\n",
+                             identity.shard.str(), (dir / kPartialResultFile).string());
+    start.complete = true;
+    return start;
+  }
+  clear_previous_outputs(dir);  // never a mix of two studies (app/output_directory.hpp)
+  return start;
+}
+
 void write_partial(const std::filesystem::path& dir, const PartialResult& partial) {
   const std::filesystem::path path = dir / kPartialResultFile;
   write_file(path, encode_partial(partial));

@@ -101,6 +101,16 @@ PartialResult partial_identity(const std::string& kind, const std::string& input
 std::optional<PartialResult> resumable_partial(const std::filesystem::path& dir,
                                                const PartialResult& identity);
 
+/// Where a shard of `identity` starts in output directory `out`: creates it (UsageError when it
+/// cannot be written), takes the partial result an earlier try left there if it may resume, and
+/// clears prismsim's other outputs. `complete` tells (after saying so on stdout) that the
+/// earlier try finished the shard: nothing is left to do, and nothing was cleared.
+struct ShardStart {
+  std::optional<PartialResult> earlier;
+  bool complete = false;
+};
+ShardStart start_shard(const std::string& out, const PartialResult& identity);
+
 /// Writes `partial` atomically as DIR/partial-result.txt, and the directory's manifest.
 void write_partial(const std::filesystem::path& dir, const PartialResult& partial);
 

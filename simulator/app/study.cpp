@@ -12,6 +12,7 @@
 #include <memory>
 #include <numeric>
 #include <stdexcept>
+#include <thread>
 #include <utility>
 
 #include "app/cli_errors.hpp"
@@ -92,6 +93,10 @@ void apply_run_options(const boost::program_options::variables_map& vm, int runs
   if (vm.count("jobs") && (jobs < 1 || jobs > 1024)) {
     throw UsageError("--jobs must be between 1 and 1024");
   }
+}
+
+int jobs_or_cpus(int jobs) {
+  return jobs > 0 ? jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
 }
 
 std::vector<std::string> provenance_command(const std::string& command, const std::string& input,

@@ -57,6 +57,9 @@ struct StudyOptions {
   std::vector<std::string> command;
 };
 
+/// Runs at once for `--jobs J`: J when given (> 0), else the number of CPUs.
+int jobs_or_cpus(int jobs);
+
 /// The command line as provenance records it, in a canonical form that says what decides the
 /// results and nothing else: `prismsim COMMAND INPUT --set O...` (--runs and --seed as their
 /// simulation.* overrides); the caller appends the options that change results (--deadline,

@@ -18,7 +18,6 @@
 #include <set>
 #include <stdexcept>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "app/cli_errors.hpp"
@@ -650,20 +649,11 @@ int run_sweep_shard(const SweepOptions& options, const SweepSpec& spec,
       partial_identity("sweep", options.file, options.overrides, scenarios.front().simulation.seed,
                        runs, points, shard, fingerprint);
   partial.command = command;
+  const ShardStart start = start_shard(options.out, partial);
+  if (start.complete) return kExitOk;
+  const std::optional<PartialResult>& earlier = start.earlier;
   const std::filesystem::path out(options.out);
-  std::error_code ec;
-  std::filesystem::create_directories(out, ec);
-  if (ec || ::access(out.c_str(), W_OK) != 0) {
-    throw UsageError(fmt::format("cannot write to output directory '{}'", options.out));
-  }
-  const std::optional<PartialResult> earlier = resumable_partial(out, partial);
   const std::string path = (out / kPartialResultFile).string();
-  if (earlier && earlier->complete) {
-    std::cout << fmt::format("shard {}: already complete in {}; nothing to do\n", shard.str(),
-                             path);
-    return kExitOk;
-  }
-  clear_previous_outputs(out);  // never a mix of two studies (app/output_directory.hpp)
   // Per point: what the earlier try finished, what is left.
   struct Work {
     int point = 0;
@@ -691,9 +681,7 @@ int run_sweep_shard(const SweepOptions& options, const SweepSpec& spec,
     partial.point_results[point] = std::move(done);
     if (!w.runs.empty() || w.baseline) work.push_back(std::move(w));
   }
-  const int jobs = options.jobs > 0
-                       ? options.jobs
-                       : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const int jobs = jobs_or_cpus(options.jobs);
   const int tasks = static_cast<int>(work.size());
   const int slots = std::max(1, std::min(tasks, jobs));
   bool all_finished = true;
@@ -830,9 +818,7 @@ int sweep_command(int argc, char** argv) {
   const SweepSpec spec = load_sweep(options.file);
   const std::vector<Scenario> scenarios = load_points(spec, options.overrides);
   const int points = static_cast<int>(scenarios.size());
-  const int jobs = options.jobs > 0
-                       ? options.jobs
-                       : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const int jobs = jobs_or_cpus(options.jobs);
   const int slots = std::min(points, jobs);
   // Refused before the output directory is touched: its previous outputs stay.
   if (!options.force) {
