@@ -40,9 +40,15 @@ int64_t FabricSpec::down_ports(int tier) const {
   return static_cast<int64_t>(static_cast<double>(radix) * ratio / (1.0 + ratio));
 }
 
-int64_t FabricSpec::nics_below(int tier) const {
-  int64_t nics = 1;
-  for (int t = 1; t <= tier; ++t) nics *= down_ports(t);
+int64_t FabricSpec::leaf_nics(int gpus_per_node) const {
+  const int64_t ports = down_ports(1);
+  if (kind == FabricKind::rail_optimized || ports < gpus_per_node) return ports;
+  return ports / gpus_per_node * gpus_per_node;
+}
+
+int64_t FabricSpec::nics_below(int tier, int gpus_per_node) const {
+  int64_t nics = leaf_nics(gpus_per_node);
+  for (int t = 2; t <= tier; ++t) nics *= down_ports(t);
   return nics;
 }
 

@@ -75,9 +75,13 @@ struct FabricSpec {
 
   /// Ports facing down on a switch of `tier` (1 = leaf; the top tier has all ports down).
   int64_t down_ports(int tier) const;
+  /// NICs on one leaf for nodes of `gpus_per_node` NICs: whole nodes on a fat_tree (a node's
+  /// NICs share its leaf; down ports left over stay unused) unless a node has more NICs than a
+  /// leaf has down ports; every down port on a rail-optimised fabric (one NIC per node).
+  int64_t leaf_nics(int gpus_per_node) const;
   /// NICs below one switch of `tier`; at the top tier, the most the fabric can hold.
-  int64_t nics_below(int tier) const;
-  int64_t capacity() const { return nics_below(levels); }
+  int64_t nics_below(int tier, int gpus_per_node) const;
+  int64_t capacity(int gpus_per_node) const { return nics_below(levels, gpus_per_node); }
 };
 
 struct DatacenterSpec {

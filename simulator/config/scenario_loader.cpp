@@ -610,7 +610,7 @@ bool check_platform(const ConfigNode& root, const PlatformSpec& platform, Diagno
                             platform.name, platform_gpus, kMaxGpus));
     return false;
   }
-  const int64_t capacity = platform.fabric.capacity();
+  const int64_t capacity = platform.fabric.capacity(platform.gpus_per_node);
   for (size_t i = 0; i < platform.datacenters.size(); ++i) {
     const DatacenterSpec& dc = platform.datacenters[i];
     const int64_t nics = static_cast<int64_t>(dc.nodes) * platform.gpus_per_node;

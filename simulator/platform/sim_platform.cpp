@@ -17,8 +17,8 @@ namespace routing = simgrid::kernel::routing;
 /// netpoint id is its GPU index.
 class TopologyZone final : public routing::NetZoneImpl {
  public:
-  TopologyZone(const std::string& name, const Topology& topology)
-      : NetZoneImpl(name), topology_(topology) {}
+  TopologyZone(const std::string& name, const Topology& topology, const LinkQuotient& quotient)
+      : NetZoneImpl(name), topology_(topology), canonical_(quotient.canonical) {}
 
   /// The SimGrid link of the next topology link, or nullptr when it is left out.
   void add_link(simgrid::s4u::Link* link) {
@@ -32,13 +32,17 @@ class TopologyZone final : public routing::NetZoneImpl {
     for (int link : path_) {
       // Links that cannot saturate have no SimGrid resource: fewer flows share constraints,
       // which makes each event cheaper, and rates are the same.
-      if (auto* resource = links_[static_cast<size_t>(link)]) into->link_list_.push_back(resource);
+      const int simulated = canonical_.empty() ? link : canonical_[static_cast<size_t>(link)];
+      if (auto* resource = links_[static_cast<size_t>(simulated)]) {
+        into->link_list_.push_back(resource);
+      }
       if (latency != nullptr) *latency += topology_.links()[static_cast<size_t>(link)].latency_s;
     }
   }
 
  private:
   const Topology& topology_;
+  const std::vector<int> canonical_;  // per topology link, the link simulated for it (quotient)
   std::vector<simgrid::kernel::resource::StandardLinkImpl*> links_;
   std::vector<int> path_;  // scratch, reused across routes
 };
@@ -70,8 +74,9 @@ simgrid::s4u::Engine* create_engine() {
 }
 
 std::vector<simgrid::s4u::Host*> build_sim_platform(const Topology& topology,
-                                                    double gpu_speed_flops) {
-  auto* zone = new TopologyZone("platform", topology);
+                                                    double gpu_speed_flops,
+                                                    const LinkQuotient& quotient) {
+  auto* zone = new TopologyZone("platform", topology, quotient);
   zone->set_parent(nullptr);
   simgrid::s4u::NetZone* iface = zone->get_iface();
 
@@ -88,9 +93,11 @@ std::vector<simgrid::s4u::Host*> build_sim_platform(const Topology& topology,
       zone->add_link(nullptr);
       continue;
     }
-    auto* link = iface->create_link(topology.link_name(static_cast<int>(i)), links[i].bandwidth_Bps)
-                     ->set_latency(links[i].latency_s)
-                     ->seal();
+    const double copies = quotient.copies.empty() ? 1.0 : quotient.copies[i];
+    auto* link =
+        iface->create_link(topology.link_name(static_cast<int>(i)), links[i].bandwidth_Bps / copies)
+            ->set_latency(links[i].latency_s)
+            ->seal();
     zone->add_link(link);
   }
   iface->seal();

@@ -18,8 +18,10 @@ simgrid::s4u::Engine* create_engine();
 
 /// Builds the SimGrid platform for `topology` inside the current engine: one routing zone that
 /// holds every GPU as a host of `gpu_speed_flops` and every topology link, and answers routes
-/// from Topology::route. Returns the host of each GPU, by GPU index.
+/// from Topology::route. With a quotient (Topology::quotient) routes cross each link's canonical
+/// link, whose bandwidth is divided by its copies. Returns the host of each GPU, by GPU index.
 std::vector<simgrid::s4u::Host*> build_sim_platform(const Topology& topology,
-                                                    double gpu_speed_flops);
+                                                    double gpu_speed_flops,
+                                                    const LinkQuotient& quotient = {});
 
 }  // namespace prismsim

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cassert>
+#include <numeric>
 #include <stdexcept>
 
 namespace prismsim {
@@ -11,7 +12,7 @@ namespace prismsim {
 Topology::Topology(const PlatformSpec& spec)
     : gpus_per_node_(spec.gpus_per_node), levels_(spec.fabric.levels), kind_(spec.fabric.kind) {
   const FabricSpec& fabric = spec.fabric;
-  nics_per_leaf_ = fabric.down_ports(1);
+  nics_per_leaf_ = fabric.leaf_nics(gpus_per_node_);
   leaves_below_.assign(static_cast<size_t>(levels_) + 1, 1);
   for (int tier = 2; tier <= levels_; ++tier) {
     leaves_below_[tier] = leaves_below_[tier - 1] * fabric.down_ports(tier);
@@ -44,11 +45,10 @@ Topology::Topology(const PlatformSpec& spec)
       bundle_base_[dc][tier] = static_cast<int>(links_.size());
       const int64_t groups = (leaves + leaves_below_[tier] - 1) / leaves_below_[tier];
       const double ratio = fabric.oversubscription.at(static_cast<size_t>(tier - 1));
-      const double uplink_Bps = static_cast<double>(fabric.nics_below(tier)) *
-                                fabric.port_bandwidth_Bps * spec.nic.efficiency / ratio;
+      const auto nics = static_cast<double>(fabric.nics_below(tier, gpus_per_node_));
+      const double uplink_Bps = nics * fabric.port_bandwidth_Bps * spec.nic.efficiency / ratio;
       // Every flow through a bundle comes from (or goes to) a NIC below it.
-      const bool can_saturate =
-          uplink_Bps < static_cast<double>(fabric.nics_below(tier)) * nic_Bps * (1 - 1e-12);
+      const bool can_saturate = uplink_Bps < nics * nic_Bps * (1 - 1e-12);
       for (int64_t g = 0; g < groups; ++g) {
         links_.push_back({uplink_Bps, hop, can_saturate});
         links_.push_back({uplink_Bps, hop, can_saturate});
@@ -116,6 +116,88 @@ bool Topology::only_gpu_links_saturate() const {
     if (links_[link].can_saturate) return false;
   }
   return true;
+}
+
+std::optional<LinkQuotient> Topology::quotient(const std::vector<int>& gpu_image) const {
+  assert(static_cast<int>(gpu_image.size()) == gpu_count_);
+  // The map induced on links (and nodes), defined by each GPU's image; a second, different
+  // image of a link or node means the permutation is no symmetry.
+  std::vector<int> image(links_.size(), -1);
+  std::vector<int> node_image(static_cast<size_t>(gpu_count_ / gpus_per_node_), -1);
+  bool consistent = true;
+  auto map = [&](std::vector<int>& into, int from, int to) {
+    int& slot = into[static_cast<size_t>(from)];
+    consistent = consistent && (slot == -1 || slot == to);
+    slot = to;
+  };
+  const size_t dcs = dc_names_.size();
+  for (int gpu = 0; gpu < gpu_count_ && consistent; ++gpu) {
+    const int to = gpu_image[static_cast<size_t>(gpu)];
+    const GpuLocation a = locate(gpu), b = locate(to);
+    // Datacenters stay put, and with them the WAN links (whose round trips are drawn per link).
+    if (a.datacenter != b.datacenter) return std::nullopt;
+    const int dc = a.datacenter;
+    map(node_image, a.node, b.node);
+    for (int port = 0; port < kPortsPerGpu; ++port) {
+      map(image, gpu * kPortsPerGpu + port, to * kPortsPerGpu + port);
+    }
+    for (int tier = 1; tier < levels_; ++tier) {
+      for (bool up : {true, false}) {
+        map(image, bundle(dc, tier, group_of(gpu, tier), up),
+            bundle(dc, tier, group_of(to, tier), up));
+      }
+    }
+    const int first = dc_first_gpu_[static_cast<size_t>(dc)];
+    for (size_t other = 0; other < dcs; ++other) {
+      if (const int out = wan_path_out_[dc * dcs + other]; out >= 0) {
+        map(image, out + gpu - first, out + to - first);
+      }
+      if (const int in = wan_path_in_[other * dcs + dc]; in >= 0) {
+        map(image, in + gpu - first, in + to - first);
+      }
+    }
+  }
+  if (!consistent) return std::nullopt;
+  // The order of the group: the least common multiple of the GPU permutation's cycle lengths.
+  int64_t order = 1;
+  std::vector<char> seen(static_cast<size_t>(gpu_count_), 0);
+  for (int gpu = 0; gpu < gpu_count_; ++gpu) {
+    int64_t length = 0;
+    for (int g = gpu; !seen[static_cast<size_t>(g)]; g = gpu_image[static_cast<size_t>(g)]) {
+      seen[static_cast<size_t>(g)] = 1;
+      ++length;
+    }
+    if (length > 0) order = std::lcm(order, length);
+    if (order > gpu_count_) return std::nullopt;  // not a permutation of few, equal cycles
+  }
+  LinkQuotient quotient;
+  quotient.canonical.assign(links_.size(), -1);
+  quotient.copies.assign(links_.size(), 1);
+  for (size_t link = 0; link < links_.size(); ++link) {
+    if (image[link] == -1) image[link] = static_cast<int>(link);  // WAN links: fixed
+    const TopologyLink& x = links_[link];
+    const TopologyLink& y = links_[static_cast<size_t>(image[link])];
+    if (x.bandwidth_Bps != y.bandwidth_Bps || x.latency_s != y.latency_s ||
+        x.can_saturate != y.can_saturate) {
+      return std::nullopt;
+    }
+  }
+  for (size_t link = 0; link < links_.size(); ++link) {
+    if (quotient.canonical[link] >= 0) continue;
+    int64_t length = 0;
+    int l = static_cast<int>(link);
+    for (; quotient.canonical[static_cast<size_t>(l)] < 0; l = image[static_cast<size_t>(l)]) {
+      quotient.canonical[static_cast<size_t>(l)] = static_cast<int>(link);
+      ++length;
+    }
+    // A consistent map of a permutation is a permutation: the walk closes where it began.
+    if (l != static_cast<int>(link) || order % length != 0) return std::nullopt;
+    do {
+      quotient.copies[static_cast<size_t>(l)] = static_cast<int>(order / length);
+      l = image[static_cast<size_t>(l)];
+    } while (l != static_cast<int>(link));
+  }
+  return quotient;
 }
 
 GpuLocation Topology::locate(int gpu) const {

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,13 @@ struct TopologyLink {
   /// False for a bundle that the NICs below it can never fill (a non-blocking tier): it never
   /// limits a flow, so the simulated network leaves it out of routes (keeping its latency).
   bool can_saturate = true;
+};
+
+/// The network seen by one representative of each orbit of a symmetry (see Topology::quotient).
+/// Empty vectors: every link is its own.
+struct LinkQuotient {
+  std::vector<int> canonical;  ///< per link: the link of its orbit that carries its flows
+  std::vector<int> copies;     ///< per link: symmetric copies of each flow that cross it
 };
 
 /// The platform's network as plain links and routes, without SimGrid.
@@ -71,6 +79,15 @@ class Topology {
   /// True when no link outside the GPUs' own NVLink and NIC links can limit a flow (non-blocking
   /// fabric, one datacenter): flows of different GPUs then never share a constraint.
   bool only_gpu_links_saturate() const;
+  /// The quotient of the network by the permutation `gpu_image` of GPUs (applied repeatedly: the
+  /// cyclic group it generates), or nothing when it is not a symmetry of the network: it must
+  /// map nodes to nodes, leaves and every tier's switch groups to their like, keep every GPU in
+  /// its datacenter, and each link to a link of equal bandwidth and latency; then it maps routes
+  /// to routes. A link's copies is the group's order over its orbit's length (how many elements
+  /// fix it): flows that are images of each other get equal max-min rates, so the flows of one
+  /// representative per orbit, on links of bandwidth / copies, get the full network's rates
+  /// (docs/design.md, "Symmetry on shared links").
+  std::optional<LinkQuotient> quotient(const std::vector<int>& gpu_image) const;
 
  private:
   enum Port { kNvlinkUp = 0, kNvlinkDown = 1, kNicUp = 2, kNicDown = 3, kPortsPerGpu = 4 };

@@ -22,7 +22,7 @@ Simulation::Simulation(const Scenario& scenario, const Job& job, Topology topolo
     : scenario_(scenario), job_(job), topology_(std::move(topology)) {
   engine_ = create_engine();
   const double speed = scenario.platform.gpu.peak_flops.at(scenario.workload.precision);
-  hosts_ = build_sim_platform(topology_, speed);
+  hosts_ = build_sim_platform(topology_, speed, job.link_quotient);
 
   // Only the groups that simulated programs call get a runtime (with tensor-parallel symmetry
   // most groups have no simulated member) and memberships, indexed by rank: counted, then filled

@@ -9,7 +9,7 @@ JobShape job_shape(const Scenario& s) {
   shape.gpus_per_node = s.platform.gpus_per_node;
   shape.nodes = (s.parallelism.ranks() + shape.gpus_per_node - 1) / shape.gpus_per_node;
   shape.replicas = s.parallelism.dp;
-  const int64_t leaf_nics = s.platform.fabric.down_ports(1);
+  const int64_t leaf_nics = s.platform.fabric.leaf_nics(shape.gpus_per_node);
   const int64_t nics = static_cast<int64_t>(shape.nodes) * shape.gpus_per_node;
   int64_t leaf_nodes = 0;
   if (s.platform.fabric.kind == FabricKind::rail_optimized) {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <stdexcept>
 
 #include "core/seeds.hpp"
 #include "core/text.hpp"
@@ -88,6 +89,9 @@ VariationModel::VariationModel(const VariabilitySpec& spec, const Scenario& scen
   plain_plan_ = plan({Kernel{"layer", KernelClass::gemm, 1.0}});
 
   const bool any_jitter = !jitter_.empty() || !jitter_by_op_.empty();
+  if (any_jitter && !job.link_quotient.copies.empty()) {
+    throw std::logic_error("collective jitter needs every rank simulated on shared links");
+  }
   group_scope_.assign(job.groups.size(), std::nullopt);
   for (GroupId g(0); g.index() < job.groups.size() && any_jitter; g = GroupId(g.value() + 1)) {
     std::vector<int> gpus;

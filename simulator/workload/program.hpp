@@ -9,6 +9,7 @@
 #include "collectives/collective.hpp"
 #include "config/variability_spec.hpp"
 #include "core/ids.hpp"
+#include "platform/topology.hpp"
 
 namespace prismsim {
 
@@ -138,6 +139,9 @@ struct Job {
   /// representative[r] is the simulated rank whose timeline r shares (r itself when simulated).
   /// Empty: every rank is simulated.
   std::vector<int> representative;
+  /// With representatives on a network whose shared links can saturate: the network the
+  /// representatives' flows see (Topology::quotient). Empty otherwise.
+  LinkQuotient link_quotient;
   /// Ranks that analytic layer collectives hold in lockstep (a tensor- and context-parallel group
   /// whose collectives are charged inside the fused compute): with variation, each of its fused
   /// executions lasts as long as its slowest member's. lockstep_of_rank[r] indexes `lockstep`;

@@ -193,8 +193,10 @@ class TransformerJobBuilder {
   RunShape shape();
 
  private:
-  /// Whether only tensor-parallel position 0 is simulated (see build()).
-  bool symmetric() const;
+  /// Whether only tensor-parallel position 0 is simulated (see build()), on the network of
+  /// quotient_ when shared links can saturate.
+  bool symmetric() const { return symmetric_; }
+  bool find_symmetry();
   bool layer_collectives_in_network();
   GroupId add_group(std::vector<int> ranks, const char* name);
   std::string group_key(std::optional<GroupId> group) const;
@@ -234,6 +236,8 @@ class TransformerJobBuilder {
   std::vector<StageLayers> layers_;
   int microbatches_;
   bool network_ = false;
+  bool symmetric_ = false;
+  LinkQuotient quotient_;
   Precision gemm_precision_;
   int element_bytes_;
   int gradient_bytes_;  ///< per gradient element, as reduced and accumulated
@@ -755,9 +759,30 @@ bool TransformerJobBuilder::layer_collectives_in_network() {
   return true;
 }
 
-bool TransformerJobBuilder::symmetric() const {
-  return s_.engine.tensor_parallel_symmetry && !network_ && p_.tp > 1 &&
-         topology_.only_gpu_links_saturate();
+bool TransformerJobBuilder::find_symmetry() {
+  if (!s_.engine.tensor_parallel_symmetry || network_ || p_.tp == 1) return false;
+  // Positions run alike when moving every TP group's ranks one position on is a symmetry of the
+  // network (same links and latencies along the moved routes). Where links above the GPUs' own
+  // can saturate, positions also share them, and stay exact only if their flows start together:
+  // collective jitter draws per group copy, so positions would drift apart.
+  const bool shared = !topology_.only_gpu_links_saturate();
+  if (shared && (!s_.variability.jitter.empty() || !s_.variability.jitter_by_op.empty())) {
+    return false;
+  }
+  std::vector<int> image(static_cast<size_t>(topology_.gpu_count()));
+  std::iota(image.begin(), image.end(), 0);
+  for (int rank = 0; rank < grid_.ranks(); ++rank) {
+    auto c = grid_.coords(rank);
+    auto& position = c[static_cast<size_t>(ParallelDim::tp)];
+    position = (position + 1) % p_.tp;
+    image[static_cast<size_t>(job_.gpu_of_rank[static_cast<size_t>(rank)])] =
+        job_.gpu_of_rank[static_cast<size_t>(grid_.rank(c))];
+  }
+  auto quotient = topology_.quotient(image);
+  if (!quotient) return false;
+  // Without shared links each position's flows cross only its own links: nothing to divide.
+  if (shared) quotient_ = std::move(*quotient);
+  return true;
 }
 
 void TransformerJobBuilder::prepare() {
@@ -765,6 +790,7 @@ void TransformerJobBuilder::prepare() {
   job_.gpu_of_rank.resize(static_cast<size_t>(grid_.ranks()));
   std::iota(job_.gpu_of_rank.begin(), job_.gpu_of_rank.end(), 0);
   build_groups();
+  symmetric_ = find_symmetry();
 }
 
 RunShape TransformerJobBuilder::shape() {
@@ -788,7 +814,9 @@ Job TransformerJobBuilder::build() {
   // their transfers and data-parallel calls go to the same-position ranks of other groups. When
   // no link outside the GPUs' own can limit a flow, different positions never share a
   // constraint: every position runs exactly like position 0, so only position 0 is simulated.
+  // On shared links the same holds on the network's quotient by the positions' symmetry.
   if (symmetric()) {
+    job_.link_quotient = std::move(quotient_);
     job_.representative.resize(static_cast<size_t>(ranks));
     for (int rank = 0; rank < ranks; ++rank) {
       auto c = grid_.coords(rank);

@@ -309,12 +309,94 @@ TEST_CASE("simulating one rank per tensor-parallel group gives every step time o
   }
 }
 
-TEST_CASE("tensor-parallel symmetry is not used where positions could share a link") {
-  // An oversubscribed leaf tier can limit flows of different GPUs together.
-  const Scenario s =
-      tiny({"parallelism.gpus=16", "parallelism.tp=4", "parallelism.pp=2", "parallelism.dp=2",
-            "engine.layer_collectives=analytic", "platform.fabric.oversubscription=[2]"});
-  CHECK(build_transformer_job(s, Topology(s.platform)).representative.empty());
+/// tiny-gpt on 32 GPUs, nodes of 4 (TP 4, PP 2, DP 4), analytic TP collectives: with
+/// `fabric`, step times with one rank per TP group and with every rank, and the ranks simulated.
+struct SymmetryRun {
+  std::vector<double> reduced, full;
+  int simulated = 0;
+};
+SymmetryRun run_both(std::vector<std::string> fabric) {
+  SymmetryRun out;
+  for (const char* symmetry : {"true", "false"}) {
+    auto overrides = fabric;
+    for (const char* o :
+         {"parallelism.gpus=32", "parallelism.tp=4", "parallelism.pp=2", "parallelism.dp=4",
+          "platform.node.gpus=4", "engine.layer_collectives=analytic", "simulation.steps=2"}) {
+      overrides.emplace_back(o);
+    }
+    overrides.push_back(std::string("engine.tensor_parallel_symmetry=") + symmetry);
+    const Scenario s = load_scenario(kTinyGpt, overrides);
+    const Job job = build_transformer_job(s, Topology(s.platform));
+    if (symmetry[0] == 't')
+      out.simulated =
+          static_cast<int>(std::count_if(job.program_of_rank.begin(), job.program_of_rank.end(),
+                                         [](const auto& program) { return program != nullptr; }));
+    (symmetry[0] == 't' ? out.reduced : out.full) = simulate(s);
+  }
+  return out;
+}
+
+TEST_CASE("on saturating shared links one rank per TP group, on the quotient, gives the full run") {
+  // Each case: a fabric, and what makes a link above the GPUs limit the data-parallel and
+  // pipeline flows (the full run is slower than without it). SimGrid shares a link of capacity
+  // C among copies where the quotient gives one flow C / copies: the last bits may differ.
+  struct Case {
+    std::vector<std::string> fabric, limit;
+  };
+  const std::string two_dcs = "platform.datacenters=[{name: a, nodes: 4}, {name: b, nodes: 4}]";
+  const std::vector<Case> cases = {
+      {{"platform.fabric.radix=12", "platform.datacenters.0.nodes=8"},
+       {"platform.fabric.oversubscription=[2]"}},  // 2:1 leaves of 2 nodes
+      {{"platform.fabric.radix=8", "platform.fabric.levels=3", "platform.datacenters.0.nodes=8",
+        "platform.fabric.oversubscription=[1, 1]"},
+       {"platform.fabric.oversubscription=[1, 4]"}},  // 4:1 aggregation over leaves of one node
+      {{"platform.fabric.radix=9", "platform.datacenters.0.nodes=8",
+        "platform.fabric.type=rail_optimized"},
+       {"platform.fabric.oversubscription=[4]", "platform.fabric.port_bandwidth=100Gbps"}},
+      {{"platform.fabric.radix=12", two_dcs,
+        "platform.wan=[{between: [a, b], bandwidth: 100Tbps, latency: 1ms}]"},
+       {"platform.wan=[{between: [a, b], bandwidth: 100Gbps, latency: 1ms}]"}},
+  };
+  for (const Case& c : cases) {
+    CAPTURE(c.limit.front());
+    const SymmetryRun open = run_both(c.fabric);
+    auto limited = c.fabric;
+    limited.insert(limited.end(), c.limit.begin(), c.limit.end());
+    const SymmetryRun run = run_both(limited);
+    CHECK(run.simulated == 8);
+    REQUIRE(run.reduced.size() == 2);
+    REQUIRE(run.full.size() == 2);
+    REQUIRE(open.full.size() == 2);
+    CHECK(run.full[0] > open.full[0] * 1.001);
+    for (size_t step = 0; step < 2; ++step) CHECK(run.reduced[step] == rel(run.full[step], 1e-12));
+  }
+}
+
+TEST_CASE("tensor-parallel symmetry is not used where positions are no image of each other") {
+  // A node of 8 NICs on leaves of 6 ports: positions 6 and 7 cross the aggregation tier to
+  // reach the next node, the others do not. Every rank is simulated, shared links or not.
+  for (const char* ratio : {"1", "1.5"}) {  // 6 and 7 down ports
+    const Scenario s = tiny({"parallelism.gpus=16", "parallelism.tp=8", "parallelism.pp=1",
+                             "parallelism.dp=2", "engine.layer_collectives=analytic",
+                             "platform.fabric.radix=12", "platform.datacenters.0.nodes=2",
+                             std::string("platform.fabric.oversubscription=[") + ratio + "]"});
+    CHECK(build_transformer_job(s, Topology(s.platform)).representative.empty());
+  }
+  // Collective jitter draws per copy of a group: positions drift apart on shared links.
+  std::vector<std::string> shared = {"parallelism.gpus=16",
+                                     "parallelism.tp=4",
+                                     "parallelism.pp=2",
+                                     "parallelism.dp=2",
+                                     "engine.layer_collectives=analytic",
+                                     "platform.fabric.oversubscription=[2]",
+                                     "platform.fabric.radix=12",
+                                     "platform.datacenters.0.nodes=4"};
+  const Scenario plain = tiny(shared);
+  CHECK_FALSE(build_transformer_job(plain, Topology(plain.platform)).representative.empty());
+  shared.emplace_back(
+      "variability={network: {jitter: {inter_node: {lognormal: {median: 1, sigma: 0.1}}}}}");
+  const Scenario jitter = tiny(shared);
+  CHECK(build_transformer_job(jitter, Topology(jitter.platform)).representative.empty());
   // Nor with TP collectives in the network.
   const Scenario network = tiny({"parallelism.gpus=16", "parallelism.tp=4", "parallelism.pp=2",
                                  "parallelism.dp=2", "engine.layer_collectives=network"});

@@ -90,6 +90,53 @@ TEST_CASE("with variation, one rank per tensor-parallel group still gives the fu
   CHECK(first_steps[1] != first_steps[2]);
 }
 
+TEST_CASE(
+    "with variation on shared links, one rank per TP group on the quotient gives the full run") {
+  // Every source but collective jitter (which keeps every rank simulated here): the drawn
+  // compute is the slowest member's for every position, transfer jitter the slowest member's
+  // draw, regimes and WAN round trips apply per link. Equal to 1e-12 (see transformer_sim_test).
+  const std::string variability =
+      "variability={kernels: {default: {lognormal: {median: 1, sigma: 0.1}}}, "
+      "gpus: {per_gpu: {normal: {mean: 1, stddev: 0.03, floor: 0.9}}}, "
+      "slow_nodes: [{rank: 5, slowdown: 1.3}], thermal: {throttle_c: 40, time_constant: 0.01s}, "
+      "host: {launch_gap: {unit: ms, gamma: {shape: 2, mean: 0.05}}}, "
+      "network: {transfer_jitter: {inter_node: {lognormal: {median: 1, sigma: 0.2}}, "
+      "cross_datacenter: {lognormal: {median: 1, sigma: 0.2}}}, "
+      "regimes: [{probability: 0.5, slowdown: 1}, {probability: 0.5, slowdown: 3}]";
+  const std::vector<std::vector<std::string>> fabrics = {
+      {"platform.fabric.radix=12", "platform.datacenters.0.nodes=8",
+       "platform.fabric.oversubscription=[2]"},
+      {"platform.fabric.radix=12",
+       "platform.datacenters=[{name: a, nodes: 4}, {name: b, nodes: 4}]",
+       "platform.wan=[{between: [a, b], bandwidth: 100Gbps, latency: 1ms}]"},
+  };
+  for (const auto& fabric : fabrics) {
+    const bool wan = fabric.size() == 3 && fabric[2].find("wan") != std::string::npos;
+    CAPTURE(fabric.back());
+    auto with = [&](const char* symmetry) {
+      auto overrides = fabric;
+      for (const char* o :
+           {"parallelism.gpus=32", "parallelism.tp=4", "parallelism.pp=2", "parallelism.dp=4",
+            "platform.node.gpus=4", "engine.layer_collectives=analytic", "simulation.steps=3"}) {
+        overrides.emplace_back(o);
+      }
+      overrides.push_back(variability +
+                          (wan ? ", wan_rtt_ms: {lognormal: {median: 2, sigma: 0.3}}}}" : "}}"));
+      overrides.push_back(std::string("engine.tensor_parallel_symmetry=") + symmetry);
+      return load_scenario(kTinyGpt, overrides);
+    };
+    const Scenario reduced = with("true"), full = with("false");
+    REQUIRE_FALSE(build_job(reduced, Topology(reduced.platform)).link_quotient.copies.empty());
+    for (int run = 0; run < 2; ++run) {
+      CAPTURE(run);
+      const auto a = simulate(reduced, run), b = simulate(full, run);
+      REQUIRE(a.size() == 4);
+      REQUIRE(b.size() == 4);
+      for (size_t i = 0; i < 4; ++i) CHECK(a[i] == Near{b[i], 1e-12});
+    }
+  }
+}
+
 TEST_CASE("a slow node never makes a step faster, wherever it is placed") {
   const std::vector<std::string> base = {"simulation.steps=1", "engine.layer_collectives=analytic"};
   const double nominal = step_of(load_scenario(kTinyGpt, base));

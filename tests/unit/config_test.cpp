@@ -144,7 +144,7 @@ TEST_CASE("cross-section rules are checked") {
   Scratch scratch;
   const std::string path = scratch.write("s.yaml", kInlineScenario);
   const Scenario s = load_scenario(path);
-  CHECK(s.platform.fabric.capacity() == 32);
+  CHECK(s.platform.fabric.capacity(s.platform.gpus_per_node) == 32);
   CHECK(s.platform.gpu.efficiency == 1.0);
 
   const auto loc = scratch.dir.string() + "/s.yaml";

@@ -2,6 +2,8 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <string>
 #include <vector>
 
 #include "near.hpp"
@@ -41,8 +43,8 @@ TEST_CASE("fat-tree tiers hold the product of their down ports") {
   CHECK(p.fabric.down_ports(1) == 4);  // 1:1 leaf
   CHECK(p.fabric.down_ports(2) == 6);  // 3:1 aggregation
   CHECK(p.fabric.down_ports(3) == 8);  // top tier: all ports down
-  CHECK(p.fabric.nics_below(2) == 24);
-  CHECK(p.fabric.capacity() == 192);
+  CHECK(p.fabric.nics_below(2, 4) == 24);
+  CHECK(p.fabric.capacity(4) == 192);
 }
 
 TEST_CASE("routes take NVLink inside a node and the fabric across nodes") {
@@ -96,4 +98,72 @@ TEST_CASE("locations count nodes across datacenters") {
   CHECK(where.datacenter == 1);
   CHECK(where.node == 3);
   CHECK(where.local == 1);
+}
+
+TEST_CASE("a leaf of a fat-tree takes whole nodes; its spare down ports stay unused") {
+  PlatformSpec p = three_tier(12, 2);
+  p.fabric.radix = 12;                     // 6 down ports at the leaf (1:1)
+  CHECK(p.fabric.leaf_nics(4) == 4);       // one node of 4 NICs, two ports spare
+  CHECK(p.fabric.leaf_nics(8) == 6);       // a node larger than a leaf spans leaves
+  CHECK(p.fabric.nics_below(2, 4) == 36);  // 9 leaves below a 3:1 aggregation switch
+  const Topology t(p);
+  CHECK(t.nodes_per_leaf() == 1);
+  std::vector<int> path;
+  t.route(3, 4, path);  // node 0 to node 1: different leaves
+  CHECK(path.size() == 4);
+  p.fabric.kind = FabricKind::rail_optimized;
+  CHECK(p.fabric.leaf_nics(4) == 6);  // one NIC of each of 6 nodes
+}
+
+TEST_CASE("the quotient by a shift of GPUs inside their nodes divides shared links") {
+  const Topology t(three_tier(12, 2));    // 4 GPUs per node, one node per leaf
+  auto shift_in_nodes = [&](int group) {  // GPU i -> i + 1 within consecutive blocks of `group`
+    std::vector<int> image(static_cast<size_t>(t.gpu_count()));
+    for (int gpu = 0; gpu < t.gpu_count(); ++gpu) {
+      image[static_cast<size_t>(gpu)] = gpu / group * group + (gpu % group + 1) % group;
+    }
+    return image;
+  };
+  auto link = [&](const std::string& name) {
+    for (int l = 0; l < static_cast<int>(t.links().size()); ++l) {
+      if (t.link_name(l) == name) return static_cast<size_t>(l);
+    }
+    FAIL("no link " << name);
+    return size_t{0};
+  };
+  SUBCASE("a shift of 4: every fabric and WAN link is fixed, the GPUs' own links move") {
+    const auto q = t.quotient(shift_in_nodes(4));
+    REQUIRE(q.has_value());
+    CHECK(q->copies[link("a-tier2-group0-up")] == 4);
+    CHECK(q->copies[link("a-tier1-group1-down")] == 4);
+    CHECK(q->copies[link("wan-a-b")] == 4);
+    CHECK(q->canonical[link("wan-a-b")] == static_cast<int>(link("wan-a-b")));
+    CHECK(q->copies[link("gpu5-nic-up")] == 1);
+    CHECK(q->canonical[link("gpu6-nic-up")] == static_cast<int>(link("gpu4-nic-up")));
+    CHECK(q->canonical[link("gpu7-nvlink-down")] == static_cast<int>(link("gpu4-nvlink-down")));
+  }
+  SUBCASE("a shift of 2 inside nodes: order 2, fixed links carry 2 copies") {
+    const auto q = t.quotient(shift_in_nodes(2));
+    REQUIRE(q.has_value());
+    CHECK(q->copies[link("a-tier1-group0-up")] == 2);
+    CHECK(q->canonical[link("gpu3-nic-down")] == static_cast<int>(link("gpu2-nic-down")));
+  }
+  SUBCASE("a shift across leaves is no symmetry: it moves some of a leaf's flows only") {
+    CHECK_FALSE(t.quotient(shift_in_nodes(8)).has_value());
+  }
+  SUBCASE("a shift across datacenters is refused") {
+    std::vector<int> image(static_cast<size_t>(t.gpu_count()));
+    for (int gpu = 0; gpu < t.gpu_count(); ++gpu) {
+      image[static_cast<size_t>(gpu)] = (gpu + 4) % t.gpu_count();  // node n -> node n + 1
+    }
+    CHECK_FALSE(t.quotient(image).has_value());
+  }
+  SUBCASE("the identity: every link is its own orbit, with one copy") {
+    std::vector<int> image(static_cast<size_t>(t.gpu_count()));
+    for (int gpu = 0; gpu < t.gpu_count(); ++gpu) image[static_cast<size_t>(gpu)] = gpu;
+    const auto q = t.quotient(image);
+    REQUIRE(q.has_value());
+    CHECK(std::count(q->copies.begin(), q->copies.end(), 1) ==
+          static_cast<int64_t>(t.links().size()));
+  }
 }
