@@ -48,6 +48,34 @@ done
   --set engine.tensor_parallel_symmetry=false 2>"$out/time" >"$out/text"
 echo "llama3-70b-h100, every rank simulated: $(tail -1 "$out/time"); simulated $(grep -o 'step time: mean [0-9.]* [a-z]*' "$out/text" | head -1)"
 
+echo "== shared links: Llama 3 405B on 16,384 H100, one core (quotient against every rank)"
+step_run() {  # step_run LABEL ARGS...: one step of the 405B scenario, one core
+  local label=$1
+  shift
+  /usr/bin/time -f "%e s wall, %M KiB peak" taskset -c 0 "$bin/prismsim" run \
+    workloads/scenarios/llama3-405b-h100.yaml --out "$out" --runs 1 --jobs 1 "$@" \
+    2>"$out/time" >/dev/null
+  echo "$label: $(tail -1 "$out/time"); $(grep -o '"ranks_simulated": [0-9]*' "$out/summary.json"); step $(sed -n 2p "$out/runs.csv" | cut -d, -f4) s"
+}
+two_dcs=(--set "platform.datacenters=[{name: a, nodes: 1024}, {name: b, nodes: 1024}]"
+         --set "platform.wan=[{between: [a, b], bandwidth: 3.2Tbps, latency: 650us}]")
+for symmetry in true false; do
+  step_run "2:1 leaf tier, symmetry $symmetry" --set "platform.fabric.oversubscription=[2, 1]" \
+    --set engine.tensor_parallel_symmetry=$symmetry
+  step_run "two datacenters, symmetry $symmetry" "${two_dcs[@]}" \
+    --set engine.tensor_parallel_symmetry=$symmetry
+done
+step_run "4:1 aggregation tier" --set "platform.fabric.oversubscription=[1, 4]"
+
+echo "== 65,536 and 131,072 GPUs, one step, one core"
+for ratio in "1, 1" "2, 1"; do
+  step_run "405B, 65,536 GPUs, [$ratio]" --set platform.datacenters.0.nodes=8192 \
+    --set parallelism.gpus=65536 --set parallelism.dp=512 \
+    --set "platform.fabric.oversubscription=[$ratio]"
+done
+step_run "405B, 131,072 GPUs" --set platform.fabric.radix=128 \
+  --set platform.datacenters.0.nodes=16384 --set parallelism.gpus=131072 --set parallelism.dp=1024
+
 echo "== variability: Llama 3 70B on 1,024 H100 with every source of variation on"
 # Overhead per run: 20 varied runs (plus the one deterministic run a varied study adds) against 21
 # deterministic runs, one core.

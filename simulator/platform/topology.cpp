@@ -168,7 +168,9 @@ std::optional<LinkQuotient> Topology::quotient(const std::vector<int>& gpu_image
       ++length;
     }
     if (length > 0) order = std::lcm(order, length);
-    if (order > gpu_count_) return std::nullopt;  // not a permutation of few, equal cycles
+    // A shift of tensor-parallel positions has order tp; refusing larger orders keeps the lcm
+    // from overflowing.
+    if (order > gpu_count_) return std::nullopt;
   }
   LinkQuotient quotient;
   quotient.canonical.assign(links_.size(), -1);
