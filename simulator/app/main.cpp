@@ -2,6 +2,8 @@
 #include <unistd.h>
 
 #include <boost/program_options.hpp>
+#include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <iostream>
 #include <set>
@@ -333,7 +335,9 @@ std::vector<std::string> canonical_command_line(const Options& o) {
   return words;
 }
 
-int main(int argc, char** argv) {
+namespace {
+
+int dispatch(int argc, char** argv) {
   try {
     if (argc >= 2 && std::string(argv[1]) == "collective")
       return collective_command(argc - 1, argv + 1);
@@ -361,4 +365,26 @@ int main(int argc, char** argv) {
     std::cerr << "prismsim: error: " << e.what() << "\n";
     return kExitRunFailed;
   }
+}
+
+#if defined(__SANITIZE_ADDRESS__)
+constexpr bool kSanitized = true;
+#elif defined(__has_feature)
+constexpr bool kSanitized = __has_feature(address_sanitizer);
+#else
+constexpr bool kSanitized = false;
+#endif
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const int status = dispatch(argc, argv);
+  // Every output is written and closed by now. SimGrid destroys its engine (every host, link and
+  // netpoint) in an exit handler: 2.3 s of a 131,072-GPU run's 10 s. Sanitized builds exit
+  // normally, for the leak check.
+  if (kSanitized) return status;
+  std::cout.flush();
+  std::cerr.flush();
+  std::fflush(nullptr);
+  std::_Exit(status);
 }
