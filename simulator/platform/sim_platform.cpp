@@ -60,8 +60,11 @@ simgrid::s4u::Engine* create_engine() {
   // SimGrid allocates each actor's stack (8 MiB) with calloc. glibc raises its mmap threshold
   // to the size of any mmap-ed block freed (up to 32 MiB); stacks then come from the heap, and
   // calloc clears the reused top of the heap for each one (about 128 KiB, its top pad): 1.2 GB
-  // for 8,192 actors. A fixed threshold keeps stacks in fresh, untouched mappings.
+  // for 8,192 actors. A fixed threshold keeps stacks in fresh, untouched mappings, and no cap
+  // on their number (glibc's default, 65,536, sends later stacks to the heap again; adjacent
+  // mappings merge, so the kernel's map count is not the limit).
   mallopt(M_MMAP_THRESHOLD, 1 << 20);
+  mallopt(M_MMAP_MAX, 1 << 30);
   static int argc = 1;
   static char name[] = "prismsim";
   static char* argv[] = {name, nullptr};
