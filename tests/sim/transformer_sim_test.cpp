@@ -327,11 +327,13 @@ SymmetryRun run_both(std::vector<std::string> fabric) {
     overrides.push_back(std::string("engine.tensor_parallel_symmetry=") + symmetry);
     const Scenario s = load_scenario(kTinyGpt, overrides);
     const Job job = build_transformer_job(s, Topology(s.platform));
-    if (symmetry[0] == 't')
+    const bool reduced = symmetry[0] == 't';
+    if (reduced) {
       out.simulated =
           static_cast<int>(std::count_if(job.program_of_rank.begin(), job.program_of_rank.end(),
                                          [](const auto& program) { return program != nullptr; }));
-    (symmetry[0] == 't' ? out.reduced : out.full) = simulate(s);
+    }
+    (reduced ? out.reduced : out.full) = simulate(s);
   }
   return out;
 }
@@ -373,8 +375,9 @@ TEST_CASE("on saturating shared links one rank per TP group, on the quotient, gi
 }
 
 TEST_CASE("tensor-parallel symmetry is not used where positions are no image of each other") {
-  // A node of 8 NICs on leaves of 6 ports: positions 6 and 7 cross the aggregation tier to
-  // reach the next node, the others do not. Every rank is simulated, shared links or not.
+  // A node of 8 NICs on leaves of 6 ports: a node's positions sit on different leaves, so
+  // moving a rank to the next position changes which switches its flows cross. Every rank is
+  // simulated, shared links or not.
   for (const char* ratio : {"1", "1.5"}) {  // 6 and 7 down ports
     const Scenario s = tiny({"parallelism.gpus=16", "parallelism.tp=8", "parallelism.pp=1",
                              "parallelism.dp=2", "engine.layer_collectives=analytic",
