@@ -77,7 +77,10 @@ std::vector<GemmSample> read_gemm_table(const std::string& path, const std::stri
                                         const std::string& precision) {
   const Table t = read_table(path, {"gpu", "precision", "m", "n", "k", "tflops"});
   std::vector<GemmSample> out;
-  for (const auto& [line, f] : t.rows) {
+  for (const auto& row : t.rows) {
+    // Named copies, not structured bindings: clang 14 cannot capture those in a lambda.
+    const int line = row.first;
+    const std::vector<std::string>& f = row.second;
     if (f[static_cast<size_t>(t.column("gpu"))] != gpu ||
         f[static_cast<size_t>(t.column("precision"))] != precision) {
       continue;

@@ -1166,7 +1166,9 @@ TEST_CASE("parallelism.stage_times scales each stage's compute kernels to its pa
                                                      {"backward layers 0-1", 0.030},
                                                      {"forward layers 2-3", 0.020},
                                                      {"backward layers 2-3", 0.050}};
-  for (const auto& [name, seconds] : expected) {
+  for (const auto& entry : expected) {
+    const char* name = entry.first;  // not a structured binding: CAPTURE's lambda (clang 14)
+    const double seconds = entry.second;
     CAPTURE(name);
     const auto timed_segments = segments_of(job, name);
     const auto plain_segments = segments_of(plain, name);
