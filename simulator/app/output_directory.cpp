@@ -1,6 +1,7 @@
 #include "app/output_directory.hpp"
 
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cctype>
@@ -8,6 +9,7 @@
 #include <stdexcept>
 #include <system_error>
 
+#include "app/cli_errors.hpp"
 #include "core/files.hpp"
 
 namespace prismsim {
@@ -61,6 +63,14 @@ bool inside(const fs::path& relative) {
 }
 
 }  // namespace
+
+void make_writable_directory(const fs::path& dir, const std::string& shown) {
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec || ::access(dir.c_str(), W_OK) != 0) {
+    throw UsageError(fmt::format("cannot write to output directory '{}'", shown));
+  }
+}
 
 void clear_previous_outputs(const fs::path& dir) {
   std::error_code ec;

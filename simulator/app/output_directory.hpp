@@ -15,6 +15,10 @@ namespace prismsim {
 /// removed. Each file is then written atomically (core/files.hpp).
 constexpr const char* kOutputManifest = ".prismsim-outputs";
 
+/// Creates `dir` (and its parents) unless it exists; throws UsageError "cannot write to output
+/// directory 'SHOWN'" when that fails or it cannot be written.
+void make_writable_directory(const std::filesystem::path& dir, const std::string& shown);
+
 /// Removes prismsim's files of an earlier study from `dir` (which may not exist). Throws
 /// std::runtime_error when one cannot be removed.
 void clear_previous_outputs(const std::filesystem::path& dir);

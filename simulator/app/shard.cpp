@@ -589,11 +589,7 @@ std::optional<PartialResult> resumable_partial(const std::filesystem::path& dir,
 
 ShardStart start_shard(const std::string& out, const PartialResult& identity) {
   const std::filesystem::path dir(out);
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  if (ec || ::access(dir.c_str(), W_OK) != 0) {
-    throw UsageError(fmt::format("cannot write to output directory '{}'", out));
-  }
+  make_writable_directory(dir, out);
   ShardStart start{resumable_partial(dir, identity), false};
   if (start.earlier && start.earlier->complete) {
     std::cout << fmt::format("shard {}: already complete in {}; nothing to do\n",
@@ -659,10 +655,7 @@ int merge_command(int argc, char** argv) {
     throw UsageError(
         fmt::format("cannot enter the study's working directory {}", quoted_path(a.cwd)));
   }
-  std::filesystem::create_directories(out_dir, ec);
-  if (ec || ::access(out_dir.c_str(), W_OK) != 0) {
-    throw UsageError(fmt::format("cannot write to output directory '{}'", out));
-  }
+  make_writable_directory(out_dir, out);
   auto check_inputs = [&](const std::string& fingerprint) {
     if (fingerprint != a.study) {
       merge_error(shards.front(), "study",

@@ -2,7 +2,6 @@
 
 #include <fmt/format.h>
 #include <sys/wait.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <boost/program_options.hpp>
@@ -835,18 +834,15 @@ int sweep_command(int argc, char** argv) {
   }
 
   const std::filesystem::path out(options.out);
-  std::error_code ec;
-  std::filesystem::create_directories(out, ec);
-  if (!ec) clear_previous_outputs(out);  // never a mix of two studies (app/output_directory.hpp)
-  std::filesystem::create_directories(out / "points", ec);
-  if (ec || ::access(out.c_str(), W_OK) != 0 || ::access((out / "points").c_str(), W_OK) != 0) {
-    throw UsageError(fmt::format("cannot write to output directory '{}'", options.out));
-  }
+  make_writable_directory(out, options.out);
+  clear_previous_outputs(out);  // never a mix of two studies (app/output_directory.hpp)
+  make_writable_directory(out / "points", options.out);
 
   std::vector<PointResult> results(scenarios.size());
   std::vector<PointState> states(scenarios.size(), PointState::waiting);
   for (size_t point = 0; point < scenarios.size(); ++point) {
     const std::filesystem::path dir = point_directory(out, point);
+    std::error_code ec;
     std::filesystem::create_directories(dir, ec);
     if (ec) {
       throw UsageError(fmt::format("cannot create directory '{}': {}", dir.string(), ec.message()));
