@@ -332,6 +332,90 @@ VarianceComponents estimate_components(const std::vector<PassSample>& passes,
   return d.components;
 }
 
+namespace {
+
+/// Pipeline sends matched with their receives (P2pTransfer). Op types name the direction
+/// (forward/backward) and the side (send/recv); a forward send goes to stage + 1, a backward one
+/// to stage - 1.
+std::vector<P2pTransfer> pipeline_transfers(const std::vector<Timeline>& timelines,
+                                            std::vector<std::string>& notes) {
+  struct Side {
+    double start = 0, end = 0;
+  };
+  // (timeline, step, replica, receiving stage, call index) -> send and receive, per direction
+  using Key = std::tuple<size_t, int64_t, int32_t, int32_t, int>;
+  std::map<Key, std::pair<std::optional<Side>, std::optional<Side>>> by_direction[2];
+  bool seen[2] = {false, false};
+  size_t unplaced[2] = {0, 0}, undirected = 0;
+  for (size_t ti = 0; ti < timelines.size(); ++ti) {
+    const Timeline& t = timelines[ti];
+    std::map<std::tuple<int32_t, int64_t, uint32_t>, int> index;  // rank, step, optype -> count
+    for (const TimelineOp& op : t.ops) {
+      if (op.kind != TimelineOpKind::p2p) continue;
+      const std::string& name = t.optypes[op.optype];
+      const bool backward =
+          name.find("backward") != std::string::npos || name.find("bwd") != std::string::npos;
+      const bool forward =
+          name.find("forward") != std::string::npos || name.find("fwd") != std::string::npos;
+      if (forward == backward) {  // the direction is not named, or both are
+        ++undirected;
+        continue;
+      }
+      const int d = backward ? 1 : 0;
+      seen[d] = true;
+      if (op.stage < 0 || op.replica < 0) {
+        ++unplaced[d];
+        continue;
+      }
+      const bool send = name.find("send") != std::string::npos;
+      const int k = index[{op.rank, op.step, op.optype}]++;
+      const int32_t to = send ? op.stage + (backward ? -1 : 1) : op.stage;
+      auto& pair = by_direction[d][{ti, op.step, op.replica, to, k}];
+      (send ? pair.first : pair.second) = Side{op.start_s, op.start_s + op.duration_s};
+    }
+  }
+  if (undirected > 0) {
+    notes.push_back(
+        fmt::format("pipeline: {} p2p ops name no single direction (forward or "
+                    "backward): not paired",
+                    undirected));
+  }
+  std::vector<P2pTransfer> out;
+  for (int d = 0; d < 2; ++d) {
+    if (!seen[d]) continue;
+    P2pTransfer pt;
+    pt.direction = d == 0 ? "forward" : "backward";
+    std::vector<double> transfers;
+    size_t unmatched = 0;
+    for (const auto& [key, pair] : by_direction[d]) {
+      if (!pair.first || !pair.second) {
+        ++unmatched;
+        continue;
+      }
+      transfers.push_back(
+          std::max(0.0, pair.second->end - std::max(pair.first->start, pair.second->start)));
+    }
+    pt.pairs = transfers.size();
+    if (unmatched > 0 && !transfers.empty()) {
+      notes.push_back(
+          fmt::format("pipeline {}: {} sends or receives without their other side "
+                      "(a neighbour not in the timeline): not paired",
+                      pt.direction, unmatched));
+    }
+    if (transfers.empty()) {
+      pt.reason = unplaced[d] > 0 ? fmt::format("{} p2p ops without stage or dp_rank", unplaced[d])
+                                  : "no send matched a receive of the neighbouring stage";
+    } else {
+      pt.transfer_p50_s = quantile_of(transfers, 0.5);
+      pt.transfer_p95_s = quantile_of(transfers, 0.95);
+    }
+    out.push_back(pt);
+  }
+  return out;
+}
+
+}  // namespace
+
 TimelineCalibration calibrate_timelines(const std::vector<Timeline>& timelines,
                                         const TimelineOptions& options) {
   TimelineCalibration c;
@@ -633,6 +717,7 @@ TimelineCalibration calibrate_timelines(const std::vector<Timeline>& timelines,
       c.notes.push_back(fmt::format("{} ({}): not fitted: {}", target, name, ct.reason));
     c.collectives.push_back(ct);
   }
+  c.pipeline = pipeline_transfers(timelines, c.notes);
   return c;
 }
 
@@ -771,6 +856,14 @@ std::string timeline_report(const TimelineCalibration& c) {
                        ct.calls, ct.transfer_p50_s, ct.wait_mean_s, ct.spread,
                        ct.jitter ? ct.reason + ": " + fit_line(*ct.jitter) : "none: " + ct.reason);
   }
+  if (!c.pipeline.empty()) {
+    out += "\npipeline p2p  pairs  transfer p50 s  transfer p95 s\n";
+    for (const P2pTransfer& pt : c.pipeline) {
+      out += pt.pairs > 0 ? fmt::format("{:<12} {:>6} {:>15.6g} {:>15.6g}\n", pt.direction,
+                                        pt.pairs, pt.transfer_p50_s, pt.transfer_p95_s)
+                          : fmt::format("{:<12} {:>6}  none: {}\n", pt.direction, 0, pt.reason);
+    }
+  }
   if (!c.notes.empty()) {
     out += "\nnot estimated or not fitted:\n";
     for (const std::string& n : c.notes) out += "  " + n + "\n";
@@ -858,6 +951,19 @@ std::string timeline_json(const TimelineCalibration& c) {
       write_fit(j, *ct.jitter);
     } else {
       j.member("reason", ct.reason);
+    }
+    j.end();
+  }
+  j.end();
+  j.key("pipeline").begin_array();
+  for (const P2pTransfer& pt : c.pipeline) {
+    j.begin_object(JsonWriter::Layout::line);
+    j.member("direction", pt.direction).member("pairs", pt.pairs);
+    if (pt.pairs > 0) {
+      j.member("transfer_p50_s", pt.transfer_p50_s).member("transfer_p95_s", pt.transfer_p95_s);
+      j.member("source", "transfer = the receive's end minus the later start of send and receive");
+    } else {
+      j.member("reason", pt.reason);
     }
     j.end();
   }

@@ -77,6 +77,18 @@ struct CollectiveTransfer {
   std::string reason;                 ///< why none was fitted
 };
 
+/// Pipeline transfers of one direction (forward: activations to the next stage; backward:
+/// gradients to the previous one): the k-th send of a rank in a step matched with the k-th receive
+/// of the same replica's neighbouring stage; transfer = the receive's end minus the later of the
+/// two starts (a receive posted early waits for the send; a send posted early waits for the
+/// receive).
+struct P2pTransfer {
+  std::string direction;  ///< "forward" or "backward"
+  size_t pairs = 0;
+  double transfer_p50_s = 0, transfer_p95_s = 0;
+  std::string reason;  ///< why no pair was matched (pairs == 0)
+};
+
 /// What a timeline calibration found.
 struct TimelineCalibration {
   std::vector<std::string> inputs;
@@ -87,7 +99,8 @@ struct TimelineCalibration {
   std::optional<SlowdownFit> launch_gap;  ///< seconds
   std::string launch_gap_reason;
   std::vector<CollectiveTransfer> collectives;
-  std::vector<std::string> notes;  ///< what could not be estimated and why
+  std::vector<P2pTransfer> pipeline;  ///< directions with p2p ops in the timelines
+  std::vector<std::string> notes;     ///< what could not be estimated and why
   int bootstrap_replicates = 0;
   uint64_t bootstrap_seed = 0;
 };
@@ -102,7 +115,7 @@ struct TimelineOptions {
   CalibrationOptions fit;
 };
 
-/// Calibrates levels, launch gaps, stage times and collective transfers from timelines.
+/// Calibrates levels, launch gaps, stage times, collective and pipeline transfers from timelines.
 /// Pure and deterministic (the bootstrap is seeded).
 TimelineCalibration calibrate_timelines(const std::vector<Timeline>& timelines,
                                         const TimelineOptions& options);

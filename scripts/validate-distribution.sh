@@ -13,14 +13,14 @@
 # its 5% critical value, and the KS distance between the two measured halves.
 #
 # usage: scripts/validate-distribution.sh [PRISMSIM] [OUT_DIR]
-#   PRISMSIM default build/release/prismsim (else build/test/prismsim); OUT_DIR default
+#   PRISMSIM default build/release/simulator/prismsim (else build/test/simulator/prismsim); OUT_DIR default
 #   out/validate-distribution. SE_RUNS x SE_STEPS simulated steps (default 20 x 50 = 1,000).
 #   Reads ../shared/validation (or ../../shared/validation; VALIDATION_DIR overrides); writes only under OUT_DIR.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 prismsim=${1:-}
 if [ -z "$prismsim" ]; then
-  for p in "$here/build/release/prismsim" "$here/build/test/prismsim"; do
+  for p in "$here/build/release/simulator/prismsim" "$here/build/test/simulator/prismsim"; do
     [ -x "$p" ] && { prismsim=$p; break; }
   done
 fi
@@ -103,8 +103,51 @@ print("[" + ", ".join("{forward: %.6gs, backward: %.6gs}" % (t[k]["forward"], t[
 PY
 )
 echo "SE stage times (geometric means of the first half): $stage_times"
+# The network and the activation size: GPU, fabric and model are not stated, so the stand-in's
+# NIC bandwidth and sequence length are the ones that give the first half's measured transfer
+# times (calibration report: a collective's transfer is the last member's end minus its start, a
+# pipeline transfer the receive's end minus the later start). The bandwidth scales with the
+# geometric mean of measured over simulated over the bandwidth-bound collectives (transfer >= 1
+# ms), the sequence (the activation a stage sends) with the forward pipeline transfer; simulated
+# from a deterministic run's timeline (ranks 0 and 32: the two stages of replica 0), twice
+# (latency terms make one scaling inexact).
+nic=400Gbps
+sequence=4096
+for round in 1 2; do
+  "$prismsim" run "$here/workloads/validation/bytedance-se.yaml" --out "$out/se-network" \
+    --set "parallelism.stage_times=$stage_times" --set "platform.node.nic.bandwidth=$nic" \
+    --set "workload.model.sequence=$sequence" --runs 1 --set simulation.steps=2 \
+    --trace "$out/se-network/trace.json" --trace-ranks 0,32 > /dev/null
+  read -r nic sequence < <("$python" - "$out/se-calibration.json" "$out/se-network/trace.json" \
+    "$nic" "$sequence" <<'PY'
+import json, math, sys
+simulated_name = {"params-all-gather": "dp all_gather", "grads-reduce-scatter": "dp reduce_scatter",
+                  "embedding-grads-all-reduce": "embedding all_reduce"}
+report = json.load(open(sys.argv[1]))
+measured = {c["optype"]: c["transfer_p50_s"] for c in report["collectives"]}
+p2p = {p["direction"]: p.get("transfer_p50_s", 0) for p in report.get("pipeline", [])}
+trace = json.load(open(sys.argv[2]))
+events = trace["traceEvents"] if isinstance(trace, dict) else trace
+simulated = {}
+for e in events:
+    if e.get("ph") == "X":
+        simulated.setdefault(e.get("name"), []).append(e["dur"] * 1e-6)
+logs = [math.log(measured[op] / min(simulated[name]))
+        for op, name in simulated_name.items() if measured.get(op, 0) >= 1e-3 and name in simulated]
+if not logs or not p2p.get("forward") or "recv from rank 0" not in simulated:
+    sys.exit("validate-distribution: the report or the trace lacks the transfers to size the network")
+gbps = float(sys.argv[3].removesuffix("Gbps")) / math.exp(sum(logs) / len(logs))
+# The stage-1 rank's forward receives from rank 0: in a deterministic run every one after the
+# first starts with its send, so the shortest is the transfer alone.
+sequence = int(sys.argv[4]) * p2p["forward"] / min(simulated["recv from rank 0"])
+print(f"{gbps:.4g}Gbps {max(8, round(sequence / 8) * 8)}")
+PY
+)
+done
+echo "SE network: NIC bandwidth $nic per GPU, sequence $sequence (first half's transfer times)"
 "$prismsim" run "$here/workloads/validation/bytedance-se.yaml" --out "$out/se-run" \
   --set "parallelism.stage_times=$stage_times" --set "variability=$out/se-variability.yaml" \
+  --set "platform.node.nic.bandwidth=$nic" --set "workload.model.sequence=$sequence" \
   --runs "$se_runs" --set "simulation.steps=$se_steps" --jobs "${JOBS:-2}" \
   --compare-to "$out/se-steps-second.csv" > "$out/se-run.txt"
 echo

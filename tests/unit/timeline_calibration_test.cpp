@@ -207,6 +207,64 @@ TEST_CASE("timeline calibration fits no jitter where the data has none, and the 
   CHECK(c.collectives[0].jitter->p95 > 1.1);
 }
 
+/// Appends a pipeline send on (stage, replica) and its receive on the neighbouring stage.
+void add_p2p(Timeline& t, bool forward, int32_t from_stage, int32_t replica, int64_t step,
+             double send_start, double recv_start, double transfer_s) {
+  const int32_t to_stage = from_stage + (forward ? 1 : -1);
+  const double end = std::max(send_start, recv_start) + transfer_s;
+  for (const bool send : {true, false}) {
+    TimelineOp op;
+    op.stage = send ? from_stage : to_stage;
+    op.replica = replica;
+    op.rank = replica * 2 + op.stage;
+    op.step = step;
+    op.optype = (forward ? 0 : 2) + (send ? 0 : 1);
+    op.kind = TimelineOpKind::p2p;
+    op.start_s = send ? send_start : recv_start;
+    op.duration_s = end - op.start_s;  // each side waits for the other, then the transfer
+    t.ops.push_back(op);
+  }
+}
+
+TEST_CASE(
+    "pipeline transfers: a send matched with its receive, the wait for the later side "
+    "left out") {
+  Timeline t;
+  t.path = "p2p";
+  t.optypes = {"forward-send", "forward-recv", "backward-send", "backward-recv"};
+  // 3 steps x 2 replicas x 4 microbatches a direction; transfers 8 ms forward and 5 ms backward,
+  // with the receive posted early (forward) or late (backward) by up to 0.3 s.
+  for (int64_t step = 0; step < 3; ++step) {
+    for (int32_t replica = 0; replica < 2; ++replica) {
+      for (int mb = 0; mb < 4; ++mb) {
+        const double at = 1.0 * mb;
+        add_p2p(t, true, 0, replica, step, at, at - 0.1 * (mb + replica), 0.008);
+        add_p2p(t, false, 1, replica, step, at + 0.5, at + 0.5 + 0.1 * mb, 0.005);
+      }
+    }
+  }
+  TimelineOptions options;
+  options.bootstrap_replicates = 0;
+  const TimelineCalibration c = calibrate_timelines({t}, options);
+  REQUIRE(c.pipeline.size() == 2);
+  CHECK(c.pipeline[0].direction == "forward");
+  CHECK(c.pipeline[0].pairs == 24);
+  CHECK(c.pipeline[0].transfer_p50_s == doctest::Approx(0.008).epsilon(1e-9));
+  CHECK(c.pipeline[0].transfer_p95_s == doctest::Approx(0.008).epsilon(1e-9));
+  CHECK(c.pipeline[1].direction == "backward");
+  CHECK(c.pipeline[1].pairs == 24);
+  CHECK(c.pipeline[1].transfer_p50_s == doctest::Approx(0.005).epsilon(1e-9));
+  CHECK(timeline_json(c).find("\"pipeline\": [") != std::string::npos);
+  CHECK(timeline_report(c).find("pipeline p2p") != std::string::npos);
+
+  // Without dp_rank the sides cannot be paired: said, not guessed.
+  for (TimelineOp& op : t.ops) op.replica = -1;
+  const TimelineCalibration unplaced = calibrate_timelines({t}, options);
+  REQUIRE(unplaced.pipeline.size() == 2);
+  CHECK(unplaced.pipeline[0].pairs == 0);
+  CHECK(unplaced.pipeline[0].reason.find("without stage or dp_rank") != std::string::npos);
+}
+
 TEST_CASE("levels that one GPU or one step cannot show are reported, not fitted") {
   SyntheticSpec one_step;
   one_step.steps = 1;
