@@ -37,7 +37,7 @@ compare() {
       factor = (op == "all_reduce" && n > 1) ? 2 * (n - 1) / n : 1
       bw = $1 / $2 / 1000 * factor; sbw = $1 / sim[$1] / 1000 * factor
       err = sbw / bw - 1; a = err < 0 ? -err : err
-      printf "%14d %12.2f %12.2f %10.2f %10.2f %+8.1f%%\n", $1, $2, sim[$1], bw, sbw, 100 * err
+      printf "%14.0f %12.2f %12.2f %10.2f %10.2f %+8.1f%%\n", $1, $2, sim[$1], bw, sbw, 100 * err
       if ($1 >= 1048576) { nbig++; if (a > big) big = a } else { nsmall++; if (a > small) small = a }
     }
     END {
@@ -86,7 +86,7 @@ table() {
   local label=$1 platform=$2 gpus=$3 size_col=$4 bw_col=$5 filter=$6 csv=$7
   shift 7
   awk -F, -v n="$gpus" -v sc="$size_col" -v bc="$bw_col" "NR > 1 && ($filter) {
-    printf \"%d %.6f\\n\", \$sc, \$sc * 2 * (n - 1) / n / \$bc / 1000 }" "$csv" >"$tmp/measured"
+    printf \"%.0f %.6f\\n\", \$sc, \$sc * 2 * (n - 1) / n / \$bc / 1000 }" "$csv" >"$tmp/measured"
   simulate "$platform" all_reduce "$gpus" 1 "$tmp/measured" "$@"
   echo "# $label on $(basename "$platform" .yaml): all_reduce, $gpus GPUs  (size B, time us measured and simulated, busbw GB/s measured and simulated, busbw error)"
   compare "$tmp/measured" "$tmp/simulated" "$label" "$gpus" all_reduce check "$(basename "$platform" .yaml)"
@@ -122,7 +122,7 @@ for csv in "$data"/vtrain-a100/allreduce_a100_*gpu.csv; do
   gpus=$(basename "$csv" | sed 's/.*_\([0-9]*\)gpu.csv/\1/')
   awk -F, 'NR == 1 { print "size,busbw"; next }
     ($1 % 1048576 == 0) && (($1 / 1048576) ~ /^(1|2|4|8|16|32|64|128|256|512|1024)$/) {
-      printf "%d,%s\n", $1, $1 / ($4 / 1e9) / 1e9 * 2 * ('"$gpus"' - 1) / '"$gpus"' }' "$csv" >"$tmp/vtrain.csv"
+      printf "%.0f,%s\n", $1, $1 / ($4 / 1e9) / 1e9 * 2 * ('"$gpus"' - 1) / '"$gpus"' }' "$csv" >"$tmp/vtrain.csv"
   table "vTrain $(basename "$csv")" platforms/a100-vtrain.yaml "$gpus" 1 2 1 "$tmp/vtrain.csv"
 done
 
