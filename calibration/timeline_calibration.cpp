@@ -402,6 +402,10 @@ std::vector<P2pTransfer> pipeline_transfers(const std::vector<Timeline>& timelin
                       "(a neighbour not in the timeline): not paired",
                       pt.direction, unmatched));
     }
+    if (unplaced[d] > 0 && !transfers.empty()) {
+      notes.push_back(fmt::format("pipeline {}: {} p2p ops without stage or dp_rank: not paired",
+                                  pt.direction, unplaced[d]));
+    }
     if (transfers.empty()) {
       pt.reason = unplaced[d] > 0 ? fmt::format("{} p2p ops without stage or dp_rank", unplaced[d])
                                   : "no send matched a receive of the neighbouring stage";

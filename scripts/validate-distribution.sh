@@ -3,7 +3,8 @@
 # docs/calibration.md, "Validation of the distribution"):
 #  - ByteDance job SE: `prismsim calibrate` on the op timeline of the first half of the steps,
 #    simulate workloads/validation/bytedance-se.yaml with the calibrated stage times and
-#    variability, compare with the second half's measured makespans (steps-SE.csv).
+#    variability and its stand-in network sized to the first half's transfer times, compare
+#    with the second half's measured makespans (steps-SE.csv).
 #  - Megatron CI A100 cases: no op timelines, only iteration times; from the first half, the time
 #    the model lacks (`host.step`, its median minus the simulated deterministic step) and the
 #    spread as a step factor (`levels.step`, empirical); the second half is compared. Scenarios: calibration/cases/megatron-ci-gpt.yaml with each
@@ -114,7 +115,8 @@ echo "SE stage times (geometric means of the first half): $stage_times"
 # geometric mean of measured over simulated over the bandwidth-bound collectives (transfer >= 1
 # ms), the sequence (the activation a stage sends) with the forward pipeline transfer; simulated
 # from a deterministic run's timeline (ranks 0 and 32: the two stages of replica 0), twice
-# (latency terms make one scaling inexact).
+# (latency terms make one scaling inexact), from fixed starts (H100's 400 Gb/s, 4,096 tokens)
+# whatever the scenario holds.
 nic=400Gbps
 sequence=4096
 for round in 1 2; do

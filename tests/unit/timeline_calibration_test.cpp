@@ -257,6 +257,16 @@ TEST_CASE(
   CHECK(timeline_json(c).find("\"pipeline\": [") != std::string::npos);
   CHECK(timeline_report(c).find("pipeline p2p") != std::string::npos);
 
+  // A send whose receive is not in the timeline is left out, and said.
+  Timeline partial = t;
+  partial.ops.pop_back();  // the last backward receive
+  const TimelineCalibration one_short = calibrate_timelines({partial}, options);
+  CHECK(one_short.pipeline[1].pairs == 23);
+  bool noted = false;
+  for (const std::string& n : one_short.notes)
+    noted = noted || n.find("pipeline backward: 1 sends or receives without their other side") == 0;
+  CHECK(noted);
+
   // Without dp_rank the sides cannot be paired: said, not guessed.
   for (TimelineOp& op : t.ops) op.replica = -1;
   const TimelineCalibration unplaced = calibrate_timelines({t}, options);
