@@ -140,8 +140,8 @@ def main(argv):
 
     for path in glob.glob(os.path.join(calibrate, "timeline-*.csv")):
         write_seed(outdir, "fuzz_timeline", read(path))
-    # The layout calibrate_timeline_test.sh writes: 2 replicas x 2 stages x 2 steps x 2
-    # microbatches, with a reduce-scatter per stage.
+    # The layout calibrate_timeline_test.sh writes (2 replicas x 2 stages x 2 steps x 2
+    # microbatches, with a reduce-scatter per stage), plus the pipeline's sends and receives.
     rows = ["dp_rank,stage,rank,step,optype,start_ts,duration,seq_id,mc,mb_id,gmc"]
     for step in (1, 2):
         for replica in (0, 1):
@@ -152,6 +152,12 @@ def main(argv):
                                 f"{0.5 + 0.01 * rank},{mb},0,{mb},0")
                     rows.append(f"{replica},{stage},{rank},{step},backward-compute,{t + 1}.0,"
                                 f"{0.75 + 0.02 * step},{mb},0,{mb},0")
+                    side = "send" if stage == 0 else "recv"
+                    rows.append(f"{replica},{stage},{rank},{step},forward-{side},{t}.5,"
+                                f"0.{1 + stage},{mb},-1,-1,-1")
+                    side = "recv" if stage == 0 else "send"
+                    rows.append(f"{replica},{stage},{rank},{step},backward-{side},{t + 1}.5,"
+                                f"0.{2 - stage},{mb},-1,-1,-1")
                     t += 2
                 rows.append(f"{replica},{stage},{rank},{step},grads-reduce-scatter,"
                             f"{t + replica}.0,{1.25 - replica},0,-1,-1,-1")
