@@ -114,12 +114,12 @@ echo "SE stage times (geometric means of the first half): $stage_times"
 # pipeline transfer the receive's end minus the later start). The bandwidth scales with the
 # geometric mean of measured over simulated over the bandwidth-bound collectives (transfer >= 1
 # ms), the sequence (the activation a stage sends) with the forward pipeline transfer; simulated
-# from a deterministic run's timeline (ranks 0 and 32: the two stages of replica 0), twice
+# from a deterministic run's timeline (ranks 0 and 32: the two stages of replica 0), three times
 # (latency terms make one scaling inexact), from fixed starts (H100's 400 Gb/s, 4,096 tokens)
 # whatever the scenario holds.
 nic=400Gbps
 sequence=4096
-for round in 1 2; do
+for round in 1 2 3; do
   "$prismsim" run "$here/workloads/validation/bytedance-se.yaml" --out "$out/se-network" \
     --set "parallelism.stage_times=$stage_times" --set "platform.node.nic.bandwidth=$nic" \
     --set "workload.model.sequence=$sequence" --runs 1 --set simulation.steps=2 \
