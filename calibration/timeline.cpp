@@ -54,12 +54,18 @@ bool contains(const std::string& s, std::initializer_list<const char*> words) {
                      [&](const char* w) { return s.find(w) != std::string::npos; });
 }
 
-}  // namespace
-
-TimelineOpKind timeline_op_kind(const std::string& optype) {
+/// An op type in lower case with '-' for '_', as the kinds are matched.
+std::string normalized(const std::string& optype) {
   std::string s = optype;
   std::replace(s.begin(), s.end(), '_', '-');
   std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
+  return s;
+}
+
+}  // namespace
+
+TimelineOpKind timeline_op_kind(const std::string& optype) {
+  const std::string s = normalized(optype);
   if (contains(s, {"send", "recv"})) return TimelineOpKind::p2p;
   if (contains(s, {"all-reduce", "allreduce", "reduce-scatter", "reducescatter", "all-gather",
                    "allgather"})) {
@@ -68,6 +74,14 @@ TimelineOpKind timeline_op_kind(const std::string& optype) {
   if (contains(s, {"forward", "fwd"})) return TimelineOpKind::forward;
   if (contains(s, {"backward", "bwd"})) return TimelineOpKind::backward;
   return TimelineOpKind::other;
+}
+
+std::optional<P2pSide> timeline_p2p_side(const std::string& optype) {
+  const std::string s = normalized(optype);
+  const bool forward = contains(s, {"forward", "fwd"}), backward = contains(s, {"backward", "bwd"});
+  const bool send = contains(s, {"send"}), recv = contains(s, {"recv"});
+  if (forward == backward || send == recv) return std::nullopt;
+  return P2pSide{forward, send};
 }
 
 bool is_timeline_csv(const std::string& path) {

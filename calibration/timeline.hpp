@@ -1,6 +1,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -43,6 +44,16 @@ bool is_timeline_csv(const std::string& path);
 /// The kind of an op type: names with forward/backward and compute are passes, names with
 /// all-reduce, reduce-scatter, all-gather (any of '-', '_') collectives, send/recv p2p.
 TimelineOpKind timeline_op_kind(const std::string& optype);
+
+/// What a pipeline send or receive op type names: its direction (forward: activations to the next
+/// stage; backward: gradients to the previous one) and its side. Nothing when it names neither or
+/// both of a pair (Megatron's combined send_forward_recv_backward), or is no p2p op type. Names
+/// are read as by timeline_op_kind (any case, '-' or '_').
+struct P2pSide {
+  bool forward = true;
+  bool send = true;
+};
+std::optional<P2pSide> timeline_p2p_side(const std::string& optype);
 
 /// Reads an op timeline CSV (docs/calibration.md, "Timelines"): columns `rank`, `step`, `optype`
 /// (or `op`), `start_ts` (or `start`, s), `duration` (s) are required; `stage`, `dp_rank` (or

@@ -334,9 +334,8 @@ VarianceComponents estimate_components(const std::vector<PassSample>& passes,
 
 namespace {
 
-/// Pipeline sends matched with their receives (P2pTransfer). Op types name the direction
-/// (forward/backward) and the side (send/recv); a forward send goes to stage + 1, a backward one
-/// to stage - 1.
+/// Pipeline sends matched with their receives (P2pTransfer); op types name the direction and the
+/// side (timeline_p2p_side). A forward send goes to stage + 1, a backward one to stage - 1.
 std::vector<P2pTransfer> pipeline_transfers(const std::vector<Timeline>& timelines,
                                             std::vector<std::string>& notes) {
   struct Side {
@@ -352,32 +351,27 @@ std::vector<P2pTransfer> pipeline_transfers(const std::vector<Timeline>& timelin
     std::map<std::tuple<int32_t, int64_t, uint32_t>, int> index;  // rank, step, optype -> count
     for (const TimelineOp& op : t.ops) {
       if (op.kind != TimelineOpKind::p2p) continue;
-      const std::string& name = t.optypes[op.optype];
-      const bool backward =
-          name.find("backward") != std::string::npos || name.find("bwd") != std::string::npos;
-      const bool forward =
-          name.find("forward") != std::string::npos || name.find("fwd") != std::string::npos;
-      if (forward == backward) {  // the direction is not named, or both are
+      const std::optional<P2pSide> side = timeline_p2p_side(t.optypes[op.optype]);
+      if (!side) {
         ++undirected;
         continue;
       }
-      const int d = backward ? 1 : 0;
+      const int d = side->forward ? 0 : 1;
       seen[d] = true;
       if (op.stage < 0 || op.replica < 0) {
         ++unplaced[d];
         continue;
       }
-      const bool send = name.find("send") != std::string::npos;
       const int k = index[{op.rank, op.step, op.optype}]++;
-      const int32_t to = send ? op.stage + (backward ? -1 : 1) : op.stage;
+      const int32_t to = side->send ? op.stage + (side->forward ? 1 : -1) : op.stage;
       auto& pair = by_direction[d][{ti, op.step, op.replica, to, k}];
-      (send ? pair.first : pair.second) = Side{op.start_s, op.start_s + op.duration_s};
+      (side->send ? pair.first : pair.second) = Side{op.start_s, op.start_s + op.duration_s};
     }
   }
   if (undirected > 0) {
     notes.push_back(
         fmt::format("pipeline: {} p2p ops name no single direction (forward or "
-                    "backward): not paired",
+                    "backward) and side (send or recv): not paired",
                     undirected));
   }
   std::vector<P2pTransfer> out;

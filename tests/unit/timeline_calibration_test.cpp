@@ -207,6 +207,21 @@ TEST_CASE("timeline calibration fits no jitter where the data has none, and the 
   CHECK(c.collectives[0].jitter->p95 > 1.1);
 }
 
+TEST_CASE("pipeline op types: direction and side read as op kinds are (any case, '-' or '_')") {
+  const auto forward_send = timeline_p2p_side("Forward_Send");
+  REQUIRE(forward_send.has_value());
+  CHECK(forward_send->forward);
+  CHECK(forward_send->send);
+  const auto backward_recv = timeline_p2p_side("bwd-RECV");
+  REQUIRE(backward_recv.has_value());
+  CHECK_FALSE(backward_recv->forward);
+  CHECK_FALSE(backward_recv->send);
+  CHECK(timeline_op_kind("Forward_Send") == TimelineOpKind::p2p);
+  // Megatron's combined op names both directions and both sides: no single pair.
+  CHECK_FALSE(timeline_p2p_side("send_forward_recv_backward").has_value());
+  CHECK_FALSE(timeline_p2p_side("recv").has_value());
+}
+
 /// Appends a pipeline send on (stage, replica) and its receive on the neighbouring stage.
 void add_p2p(Timeline& t, bool forward, int32_t from_stage, int32_t replica, int64_t step,
              double send_start, double recv_start, double transfer_s) {
