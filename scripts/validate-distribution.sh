@@ -54,18 +54,18 @@ def ks(a, b):
         while j < len(b) and b[j] <= x: j += 1
         d = max(d, abs(i / len(a) - j / len(b)))
     return d
-def compare(name, sim, second, crit, halves, verdict):
+def compare(name, sim, second, halves, verdict):
+    # verdict(KS, its 5% critical value) -> the last column
+    crit = 1.358 * math.sqrt((len(sim) + len(second)) / (len(sim) * len(second)))
+    d = ks(sim, second)
     print(f"{name:<58} {len(sim):>6} {len(second):>4} {mean(sim)/mean(second)-1:>+8.2%} "
           f"{cv(sim)/cv(second):>6.2f} {(q(sim,.95)/q(sim,.5))/(q(second,.95)/q(second,.5)):>7.3f} "
-          f"{ks(sim, second):>6.3f} {crit:>6.3f} {halves:>6.3f} {verdict:>5}")
+          f"{d:>6.3f} {crit:>6.3f} {halves:>6.3f} {verdict(d, crit):>5}")
 def row(name, sim, first, second):
-    crit = 1.358 * math.sqrt((len(sim) + len(second)) / (len(sim) * len(second)))
     halves = ks(first, second)
-    target = max(crit, halves)
-    compare(name, sim, second, crit, halves, "yes" if ks(sim, second) <= target else "no")
+    compare(name, sim, second, halves, lambda d, crit: "yes" if d <= max(crit, halves) else "no")
     # The data's own floor: the measured first half in place of the simulation.
-    first_crit = 1.358 * math.sqrt((len(first) + len(second)) / (len(first) * len(second)))
-    compare("  (measured first half)", first, second, first_crit, halves, "-")
+    compare("  (measured first half)", first, second, halves, lambda d, crit: "-")
 PY
 )
 
