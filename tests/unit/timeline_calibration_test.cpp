@@ -248,7 +248,7 @@ TEST_CASE(
   t.path = "p2p";
   t.optypes = {"forward-send", "forward-recv", "backward-send", "backward-recv"};
   // 3 steps x 2 replicas x 4 microbatches a direction; transfers 8 ms forward and 5 ms backward,
-  // with the receive posted early (forward) or late (backward) by up to 0.3 s.
+  // with the receive posted early (forward, by up to 0.4 s) or late (backward, up to 0.3 s).
   for (int64_t step = 0; step < 3; ++step) {
     for (int32_t replica = 0; replica < 2; ++replica) {
       for (int mb = 0; mb < 4; ++mb) {
