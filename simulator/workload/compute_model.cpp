@@ -32,6 +32,12 @@ double gemm_efficiency(const ComputeModelSpec& model, Precision precision, doubl
   return model.gemm_efficiency_for(precision) * (m / (m + h)) * (n / (n + h)) * (k / (k + h));
 }
 
+Precision kernel_precision(const KernelWork& work, const WorkloadSpec& workload) {
+  const bool fp8 =
+      workload.fp8_gemms && work.fp8_eligible && work.kernel_class == KernelClass::gemm;
+  return fp8 ? Precision::fp8 : workload.precision;
+}
+
 double kernel_seconds(const KernelWork& work, const GpuSpec& gpu, Precision precision) {
   const ComputeModelSpec& model = gpu.compute;
   double efficiency = 1.0;

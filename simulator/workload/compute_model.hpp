@@ -16,6 +16,9 @@ struct KernelWork {
   double bytes = 0;  ///< HBM traffic
   double m = 0, n = 0, k = 0;
   double batch = 1;
+  /// A linear layer's GEMM inside a transformer layer: runs in FP8 when the workload quantizes
+  /// them (`workload.fp8_gemms`). The output head and attention's own products do not.
+  bool fp8_eligible = false;
 };
 
 /// A GEMM of shape m x n x k (batch products) with `bytes_per_element` operands.
@@ -30,6 +33,10 @@ KernelWork memory_bound(std::string name, double bytes,
 /// the factor models it with one size.
 double gemm_efficiency(const ComputeModelSpec& model, Precision precision, double m, double n,
                        double k);
+
+/// The precision `work` runs in: FP8 for an eligible GEMM of a workload with fp8_gemms, else the
+/// workload's precision.
+Precision kernel_precision(const KernelWork& work, const WorkloadSpec& workload);
 
 /// Nominal duration on `gpu`, as the device runs it: the larger of compute time (flops at the
 /// peak of `precision` x the class's efficiency) and memory time (bytes at HBM bandwidth x

@@ -31,7 +31,6 @@ StepEstimate::StepEstimate(const Scenario& s, const Topology& topology)
                            : predicted_call_seconds(gpus, topology, s.platform, op, bytes,
                                                     s.engine.collective_algorithm);
   };
-  const Precision gemm_precision = s.workload.fp8_gemms ? Precision::fp8 : s.workload.precision;
   const double element_bytes = bytes_per_element(s.workload.precision);
   const int gradient_bytes = bytes_per_element(p.gradient_reduce_precision);
   const int stages = static_cast<int>(layers.size());
@@ -48,8 +47,7 @@ StepEstimate::StepEstimate(const Scenario& s, const Topology& topology)
           PassItemCost c;
           if (item.kind == PassItem::Kind::kernel) {
             c.work = item.work;
-            c.precision =
-                item.work.kernel_class == KernelClass::gemm ? gemm_precision : s.workload.precision;
+            c.precision = kernel_precision(item.work, s.workload);
           } else {
             c.communication_s = call_seconds(item.group == LayerGroup::tp ? tp_group : cp_group,
                                              item.op, item.bytes);

@@ -79,6 +79,7 @@ LayerContext layer_context(const Scenario& s) {
   c.microbatch = s.workload.microbatch;
   c.recompute = s.parallelism.recompute;
   c.activation_bytes = bytes_per_element(s.workload.precision);
+  c.fp8 = s.workload.fp8_gemms;
   c.pipeline_transfer = s.parallelism.pipeline_transfer;
   return c;
 }
@@ -185,7 +186,6 @@ class TransformerJobBuilder {
         context_(layer_context(s)),
         layers_(split_layers(s.parallelism, s.workload.model.layers)),
         microbatches_(microbatches_per_replica(s)),
-        gemm_precision_(s.workload.fp8_gemms ? Precision::fp8 : s.workload.precision),
         element_bytes_(bytes_per_element(s.workload.precision)),
         gradient_bytes_(bytes_per_element(s.parallelism.gradient_reduce_precision)) {}
 
@@ -238,7 +238,6 @@ class TransformerJobBuilder {
   bool network_ = false;
   bool symmetric_ = false;
   LinkQuotient quotient_;
-  Precision gemm_precision_;
   int element_bytes_;
   int gradient_bytes_;  ///< per gradient element, as reduced and accumulated
   Job job_;
@@ -375,9 +374,7 @@ const std::vector<PassUnit>& TransformerJobBuilder::units(bool forward, int vs) 
 }
 
 double TransformerJobBuilder::kernel_time(const KernelWork& work) const {
-  const Precision precision =
-      work.kernel_class == KernelClass::gemm ? gemm_precision_ : s_.workload.precision;
-  return kernel_seconds(work, s_.platform.gpu, precision);
+  return kernel_seconds(work, s_.platform.gpu, kernel_precision(work, s_.workload));
 }
 
 double TransformerJobBuilder::analytic_seconds(const PassItem& item, const LayerGroups& groups) {

@@ -158,11 +158,78 @@ void attention_backward(std::vector<PassItem>& items, const LayerContext& c, con
   }
 }
 
-/// dgrad and wgrad of a linear layer whose forward was tokens x in -> tokens x out.
-void linear_backward(std::vector<PassItem>& items, const char* name, double tokens, double in,
-                     double out, double e) {
-  items.push_back(kernel(gemm(std::string(name) + "_dgrad", tokens, in, out, e)));
-  items.push_back(kernel(gemm(std::string(name) + "_wgrad", in, out, tokens, e)));
+/// How tensor parallelism splits a linear layer: column (qkv, MLP up; under sequence
+/// parallelism its input is all-gathered) or row (attention output, MLP down; its output
+/// gradient is all-gathered in the backward pass).
+enum class Split { column, row };
+
+/// Transformer Engine's cast of an operand of `elements` to FP8 before an FP8 GEMM. Hopper's FP8
+/// GEMMs take only the TN layout, so the backward GEMMs need a transposed copy: the cast reads
+/// the operand once and writes both (`fp8_cast_transpose_fused`). An operand that sequence
+/// parallelism all-gathers is cast on the rank's 1/tp shard before the gather (row-major only),
+/// and transposed whole after it, before the weight gradient (`fp8_transpose`; see
+/// `transpose_gathered`).
+void quantize(std::vector<PassItem>& items, const LayerContext& c, const std::string& name,
+              double elements, double e, bool gathered) {
+  if (!gathered) {
+    items.push_back(kernel(memory_bound(name + "_quantize", elements * (e + 2))));
+    return;
+  }
+  // Before the all-gather that the layer's region just queued, so that it stays next to the
+  // GEMM that consumes it (tensor-parallel overlap pairs the two).
+  auto at = items.end();
+  if (!items.empty() && items.back().kind == PassItem::Kind::collective &&
+      items.back().op == CollectiveOp::all_gather) {
+    --at;
+  }
+  items.insert(at, kernel(memory_bound(name + "_quantize", elements / c.tp * (e + 1))));
+}
+
+/// The transposed FP8 copy of an operand gathered whole: read and written, one byte each.
+void transpose_gathered(std::vector<PassItem>& items, const std::string& name, double elements) {
+  items.push_back(kernel(memory_bound(name + "_transpose", 2 * elements)));
+}
+
+/// A transformer layer's GEMM: FP8 with `workload.fp8_gemms`.
+KernelWork linear_gemm(std::string name, double m, double n, double k, double e) {
+  KernelWork work = gemm(std::move(name), m, n, k, e);
+  work.fp8_eligible = true;
+  return work;
+}
+
+/// Whether sequence parallelism all-gathers the gathered operand of each linear layer (`Split`).
+bool gathered(const LayerContext& c) { return c.sequence_parallel && c.tp > 1; }
+
+/// Forward of a transformer layer's linear layer, tokens x in -> tokens x out; in FP8 its input
+/// is quantized first.
+void linear_forward(std::vector<PassItem>& items, const LayerContext& c, const char* name,
+                    Split split, double tokens, double out, double in, double e) {
+  if (c.fp8) {
+    quantize(items, c, name, tokens * in, e, split == Split::column && gathered(c));
+  }
+  items.push_back(kernel(linear_gemm(name, tokens, out, in, e)));
+}
+
+/// dgrad and wgrad of a linear layer whose forward was tokens x in -> tokens x out. A
+/// transformer layer's (`fp8_eligible`) runs in FP8 with the workload's fp8_gemms, its output
+/// gradient quantized first; an operand that sequence parallelism gathered is transposed before
+/// the weight gradient.
+void linear_backward(std::vector<PassItem>& items, const LayerContext& c, const char* name,
+                     Split split, double tokens, double in, double out, double e,
+                     bool fp8_eligible = true) {
+  const bool fp8 = c.fp8 && fp8_eligible;
+  const std::string prefix = name;
+  if (fp8)
+    quantize(items, c, prefix + "_grad", tokens * out, e, split == Split::row && gathered(c));
+  KernelWork dgrad = gemm(prefix + "_dgrad", tokens, in, out, e);
+  KernelWork wgrad = gemm(prefix + "_wgrad", in, out, tokens, e);
+  dgrad.fp8_eligible = wgrad.fp8_eligible = fp8_eligible;
+  items.push_back(kernel(std::move(dgrad)));
+  if (fp8 && gathered(c)) {
+    transpose_gathered(items, split == Split::column ? prefix + "_input" : prefix + "_grad",
+                       tokens * (split == Split::column ? in : out));
+  }
+  items.push_back(kernel(std::move(wgrad)));
 }
 
 }  // namespace
@@ -182,18 +249,19 @@ std::vector<PassItem> layer_forward(const LayerContext& c) {
   std::vector<PassItem> items;
   items.push_back(kernel(norm("attention_norm", s)));
   region_entry(items, c, s, true);
-  items.push_back(kernel(gemm("qkv_projection", s.tokens, s.qkv_out, s.hidden, s.e)));
+  linear_forward(items, c, "qkv_projection", Split::column, s.tokens, s.qkv_out, s.hidden, s.e);
   attention_forward(items, c, s);
-  items.push_back(kernel(gemm("attention_output", s.tokens, s.hidden, s.hidden / c.tp, s.e)));
+  linear_forward(items, c, "attention_output", Split::row, s.tokens, s.hidden, s.hidden / c.tp,
+                 s.e);
   region_exit(items, c, s, true);
   items.push_back(kernel(residual("attention_residual", s)));
   items.push_back(kernel(norm("mlp_norm", s)));
   region_entry(items, c, s, true);
-  items.push_back(kernel(gemm("mlp_up", s.tokens, s.mlp_in_out, s.hidden, s.e)));
+  linear_forward(items, c, "mlp_up", Split::column, s.tokens, s.mlp_in_out, s.hidden, s.e);
   const double activation_passes = c.model.mlp == MlpKind::swiglu ? 3 : 2;
   items.push_back(kernel(memory_bound(c.model.mlp == MlpKind::swiglu ? "swiglu" : "gelu",
                                       activation_passes * s.tokens * s.ffn * s.e)));
-  items.push_back(kernel(gemm("mlp_down", s.tokens, s.hidden, s.ffn, s.e)));
+  linear_forward(items, c, "mlp_down", Split::row, s.tokens, s.hidden, s.ffn, s.e);
   region_exit(items, c, s, true);
   items.push_back(kernel(residual("mlp_residual", s)));
   return items;
@@ -219,20 +287,21 @@ std::vector<PassItem> layer_backward(const LayerContext& c) {
   items.push_back(
       kernel(memory_bound("mlp_residual_backward", 2 * s.elementwise_tokens * s.hidden * s.e)));
   region_exit(items, c, s, false);
-  linear_backward(items, "mlp_down", s.tokens, s.ffn, s.hidden, s.e);
+  linear_backward(items, c, "mlp_down", Split::row, s.tokens, s.ffn, s.hidden, s.e);
   items.push_back(
       kernel(memory_bound(c.model.mlp == MlpKind::swiglu ? "swiglu_backward" : "gelu_backward",
                           (activation_passes + 1) * s.tokens * s.ffn * s.e)));
-  linear_backward(items, "mlp_up", s.tokens, s.hidden, s.mlp_in_out, s.e);
+  linear_backward(items, c, "mlp_up", Split::column, s.tokens, s.hidden, s.mlp_in_out, s.e);
   region_entry(items, c, s, false);
   items.push_back(
       kernel(memory_bound("mlp_norm_backward", 3 * s.elementwise_tokens * s.hidden * s.e)));
   items.push_back(kernel(
       memory_bound("attention_residual_backward", 2 * s.elementwise_tokens * s.hidden * s.e)));
   region_exit(items, c, s, false);
-  linear_backward(items, "attention_output", s.tokens, s.hidden / c.tp, s.hidden, s.e);
+  linear_backward(items, c, "attention_output", Split::row, s.tokens, s.hidden / c.tp, s.hidden,
+                  s.e);
   attention_backward(items, c, s);
-  linear_backward(items, "qkv_projection", s.tokens, s.hidden, s.qkv_out, s.e);
+  linear_backward(items, c, "qkv_projection", Split::column, s.tokens, s.hidden, s.qkv_out, s.e);
   region_entry(items, c, s, false);
   items.push_back(
       kernel(memory_bound("attention_norm_backward", 3 * s.elementwise_tokens * s.hidden * s.e)));
@@ -284,7 +353,9 @@ std::vector<PassItem> head_backward(const LayerContext& c) {
   const double vocab = c.padded_vocab() / c.tp;
   std::vector<PassItem> items;
   items.push_back(kernel(memory_bound("cross_entropy_backward", s.tokens * vocab * (s.e + 4))));
-  linear_backward(items, "output_head", s.tokens, s.hidden, vocab, s.e);
+  // The output layer is not a Transformer Engine module (Megatron-Core's ColumnParallelLinear;
+  // torchtitan's float8 conversion skips `output`): it stays in the workload's precision.
+  linear_backward(items, c, "output_head", Split::column, s.tokens, s.hidden, vocab, s.e, false);
   region_entry(items, c, s, false);
   items.push_back(
       kernel(memory_bound("final_norm_backward", 3 * s.elementwise_tokens * s.hidden * s.e)));

@@ -30,6 +30,9 @@ struct LayerContext {
   int64_t microbatch = 1;
   Recompute recompute = Recompute::none;
   int activation_bytes = 2;  ///< per element of activations and weights (the workload precision)
+  /// Whether the layers' linear GEMMs run in FP8 (`workload.fp8_gemms`), each input and output
+  /// gradient quantized by a kernel of its own.
+  bool fp8 = false;
   /// Whether a pipeline stage sends 1/tp of its activation and the receiver all-gathers it.
   PipelineTransfer pipeline_transfer = PipelineTransfer::full;
 

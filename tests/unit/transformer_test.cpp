@@ -162,6 +162,82 @@ TEST_CASE("the output head is a GEMM over the padded vocabulary") {
   CHECK(c.padded_vocab() == 1024.0);
 }
 
+/// Bytes of the kernels of `items` whose names end in `suffix`.
+double bytes_named(const std::vector<PassItem>& items, const std::string& suffix) {
+  double bytes = 0;
+  for (const auto& item : items) {
+    const std::string& name = item.work.name;
+    if (item.kind == PassItem::Kind::kernel && name.size() >= suffix.size() &&
+        name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0) {
+      bytes += item.work.bytes;
+    }
+  }
+  return bytes;
+}
+
+TEST_CASE("FP8 layers quantize each linear input and output gradient; the head stays bf16") {
+  WorkloadSpec workload;
+  workload.precision = Precision::bf16;
+  workload.fp8_gemms = true;
+  const double tokens = 64, h = 64, qkv = 192, ffn = 256;
+  SUBCASE("without tensor parallelism: one cast-transpose per operand, e + 2 bytes each") {
+    LayerContext c = small_context(1);
+    CHECK(bytes_named(layer_forward(c), "_quantize") == 0.0);
+    c.fp8 = true;
+    const auto forward = layer_forward(c);
+    // Inputs: qkv and MLP up read h, the attention output h, MLP down ffn.
+    CHECK(bytes_named(forward, "_quantize") == rel(tokens * (h + h + h + ffn) * (2 + 2)));
+    // Output gradients: qkv, attention output h, MLP up ffn (gelu), MLP down h.
+    const auto backward = layer_backward(c);
+    CHECK(bytes_named(backward, "_grad_quantize") == rel(tokens * (qkv + h + ffn + h) * 4));
+    CHECK(bytes_named(backward, "_transpose") == 0.0);
+    // Each cast comes right before its GEMM, which runs in fp8.
+    int gemms = 0;
+    for (size_t i = 0; i < forward.size(); ++i) {
+      if (forward[i].work.kernel_class != KernelClass::gemm) continue;
+      CHECK(forward[i - 1].work.name == forward[i].work.name + "_quantize");
+      CHECK(kernel_precision(forward[i].work, workload) == Precision::fp8);
+      ++gemms;
+    }
+    CHECK(gemms == 4);
+    for (const auto& head : {head_forward(c), head_backward(c)}) {
+      CHECK(bytes_named(head, "_quantize") == 0.0);
+      for (const auto& item : head) {
+        if (item.work.kernel_class == KernelClass::gemm) {
+          CHECK(kernel_precision(item.work, workload) == Precision::bf16);
+        }
+      }
+    }
+    workload.fp8_gemms = false;
+    CHECK(kernel_precision(forward[2].work, workload) == Precision::bf16);
+  }
+  SUBCASE("with sequence parallelism a gathered operand is cast on its shard, transposed whole") {
+    LayerContext c = small_context(2, true);
+    c.fp8 = true;
+    const auto forward = layer_forward(c);
+    // qkv and MLP up: their 1/2 shard, e + 1 bytes; attention output and MLP down: their local
+    // h / 2 and ffn / 2 columns, e + 2 bytes.
+    CHECK(bytes_named(forward, "_quantize") ==
+          rel(2 * tokens / 2 * h * 3 + tokens * (h / 2 + ffn / 2) * 4));
+    // Each all-gather stays next to the GEMM that consumes it, its cast before it.
+    for (size_t i = 0; i < forward.size(); ++i) {
+      if (forward[i].kind != PassItem::Kind::collective ||
+          forward[i].op != CollectiveOp::all_gather) {
+        continue;
+      }
+      CHECK(forward[i + 1].work.kernel_class == KernelClass::gemm);
+      CHECK(forward[i - 1].work.name == forward[i + 1].work.name + "_quantize");
+    }
+    const auto backward = layer_backward(c);
+    // Output gradients: gathered for the attention output and MLP down (shard, e + 1), local for
+    // qkv (192 / 2) and MLP up (256 / 2).
+    CHECK(bytes_named(backward, "_grad_quantize") ==
+          rel(2 * tokens / 2 * h * 3 + tokens * (qkv / 2 + ffn / 2) * 4));
+    // The gathered inputs of qkv and MLP up and the gathered gradients of the other two.
+    CHECK(bytes_named(backward, "_transpose") == rel(4 * tokens * h * 2));
+  }
+}
+
 TEST_CASE("layer parameters follow the attention and MLP shapes") {
   TransformerSpec m = small_model();
   // MHA, gelu: QKV h x 3h, output h x h, MLP 2 h f, two norms of h.
