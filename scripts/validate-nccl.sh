@@ -5,7 +5,7 @@
 #    nccl-tests iterations) prints per size the measured and simulated time and bus bandwidth and
 #    the simulated busbw's error, then each log's worst errors against the targets (10% at 1 MiB
 #    and above, 25% below). nccl-tests logs are targets; the bus-bandwidth tables (single-node
-#    H100/H200/A100 from Azure's guide and ml-engineering, vTrain's A100 tables, a torch
+#    H100/H200/B200/A100 from Azure's guide and ml-engineering, vTrain's A100 tables, a torch
 #    benchmark) are checks.
 # 2. Cross-validation (unless --no-cross-validation): the platforms' fits again with
 #    prismsim-calibrate, which prints leave-one-group-out errors beside the in-sample ones (fit on
@@ -115,6 +115,12 @@ for g in 4 5 6 7 8; do
   awk -v g=$g '{ printf "8589934592,%s\n", $3 }' "$tmp/row" | sed '1i size,busbw' >"$tmp/ring.csv"
   table "H200 node, $g GPUs, 8 GiB, as NCCL picks" platforms/h200-nd.yaml $g 1 2 1 "$tmp/auto.csv"
   table "H200 node, $g GPUs, 8 GiB, NVLS off (ring)" platforms/h200-nd.yaml $g 1 2 1 "$tmp/ring.csv" --algo ring
+  awk -F, -v g=$g 'NR > 1 && $1 == "8x B200 AWS p6-b200.48xlarge" && $2 == g { print 8589934592, $4, $5 }' \
+    "$mle/all_reduce_8gib_nvls_vs_ring_by_gpu_count.csv" >"$tmp/row"
+  awk '{ printf "8589934592,%s\n", $2 }' "$tmp/row" | sed '1i size,busbw' >"$tmp/auto.csv"
+  awk '{ printf "8589934592,%s\n", $3 }' "$tmp/row" | sed '1i size,busbw' >"$tmp/ring.csv"
+  table "B200 node, $g GPUs, 8 GiB, as NCCL picks" platforms/dgx-b200.yaml $g 1 2 1 "$tmp/auto.csv"
+  table "B200 node, $g GPUs, 8 GiB, NVLS off (ring)" platforms/dgx-b200.yaml $g 1 2 1 "$tmp/ring.csv" --algo ring
 done
 table "torch all-reduce on 8x H200 (not nccl-tests)" platforms/h200-nd.yaml 8 2 3 1 \
   "$mle/all_reduce_torch_8xh200.csv"
@@ -169,3 +175,11 @@ h100_fixed=(--fix collectives.protocols.LL128.bandwidth_efficiency --fix collect
   --busbw "$mle/all_reduce_8gib_nvls_vs_ring_by_gpu_count.csv@system=8x H200 HGX node@size=8589934592@busbw=busbw_nvls_off_GBps@algo=ring" \
   --busbw "$mle/all_reduce_8gib_nvls_vs_ring_by_gpu_count.csv@system=8x H200 HGX node@size=8589934592" |
   sed -n '/^# worst busbw/,$p'
+echo
+echo "### dgx-b200: NVLink and NVLS efficiencies, leave one GPU count out (8 GiB only; latencies kept)"
+b200="$mle/all_reduce_8gib_nvls_vs_ring_by_gpu_count.csv@system=8x B200 AWS p6-b200.48xlarge@size=8589934592"
+b200_fixed=("${h100_fixed[@]}" --fix collectives.protocols.LL.bandwidth_efficiency
+            --fix collectives.protocols.LL.base_latency --fix collectives.protocols.LL.step_latency
+            --fix node.nvlink.latency --fix collectives.nvls.latency --fix collectives.launch_latency)
+"$calibrate" --platform platforms/dgx-b200.yaml "${b200_fixed[@]}" \
+  --busbw "$b200@busbw=busbw_nvls_off_GBps@algo=ring" --busbw "$b200" | sed -n '/^# worst busbw/,$p'
