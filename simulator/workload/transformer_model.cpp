@@ -219,8 +219,9 @@ void linear_backward(std::vector<PassItem>& items, const LayerContext& c, const 
                      bool fp8_eligible = true) {
   const bool fp8 = c.fp8 && fp8_eligible;
   const std::string prefix = name;
-  if (fp8)
+  if (fp8) {
     quantize(items, c, prefix + "_grad", tokens * out, e, split == Split::row && gathered(c));
+  }
   KernelWork dgrad = gemm(prefix + "_dgrad", tokens, in, out, e);
   KernelWork wgrad = gemm(prefix + "_wgrad", in, out, tokens, e);
   dgrad.fp8_eligible = wgrad.fp8_eligible = fp8_eligible;
