@@ -41,13 +41,20 @@ struct Shape {
   double activation_bytes() const { return tokens * hidden * e; }
 };
 
+/// Bytes of a sequence-parallel all-gather: the activations, or their FP8 copy (one byte an
+/// element) when they feed an FP8 linear layer: Transformer Engine casts before it gathers.
+double gather_bytes(const Shape& s, bool fp8) {
+  return fp8 ? s.tokens * s.hidden : s.activation_bytes();
+}
+
 /// Tensor-parallel entry of a region (f in Megatron's notation): identity forward, all-reduce
-/// backward; with sequence parallelism, all-gather forward and reduce-scatter backward.
-void region_entry(std::vector<PassItem>& items, const LayerContext& c, const Shape& s,
-                  bool forward) {
+/// backward; with sequence parallelism, all-gather forward (of FP8 data with `fp8`) and
+/// reduce-scatter backward.
+void region_entry(std::vector<PassItem>& items, const LayerContext& c, const Shape& s, bool forward,
+                  bool fp8 = false) {
   if (c.tp == 1) return;
   if (c.sequence_parallel) {
-    items.push_back(forward ? collective(CollectiveOp::all_gather, s.activation_bytes(),
+    items.push_back(forward ? collective(CollectiveOp::all_gather, gather_bytes(s, fp8),
                                          LayerGroup::tp, "tp_all_gather")
                             : collective(CollectiveOp::reduce_scatter, s.activation_bytes(),
                                          LayerGroup::tp, "tp_reduce_scatter"));
@@ -58,14 +65,14 @@ void region_entry(std::vector<PassItem>& items, const LayerContext& c, const Sha
 }
 
 /// Tensor-parallel exit of a region (g): all-reduce forward, identity backward; with sequence
-/// parallelism, reduce-scatter forward and all-gather backward.
-void region_exit(std::vector<PassItem>& items, const LayerContext& c, const Shape& s,
-                 bool forward) {
+/// parallelism, reduce-scatter forward and all-gather backward (of FP8 data with `fp8`).
+void region_exit(std::vector<PassItem>& items, const LayerContext& c, const Shape& s, bool forward,
+                 bool fp8 = false) {
   if (c.tp == 1) return;
   if (c.sequence_parallel) {
     items.push_back(forward ? collective(CollectiveOp::reduce_scatter, s.activation_bytes(),
                                          LayerGroup::tp, "tp_reduce_scatter")
-                            : collective(CollectiveOp::all_gather, s.activation_bytes(),
+                            : collective(CollectiveOp::all_gather, gather_bytes(s, fp8),
                                          LayerGroup::tp, "tp_all_gather"));
   } else if (forward) {
     items.push_back(collective(CollectiveOp::all_reduce, s.activation_bytes(), LayerGroup::tp,
@@ -249,7 +256,7 @@ std::vector<PassItem> layer_forward(const LayerContext& c) {
   const Shape s(c);
   std::vector<PassItem> items;
   items.push_back(kernel(norm("attention_norm", s)));
-  region_entry(items, c, s, true);
+  region_entry(items, c, s, true, c.fp8);
   linear_forward(items, c, "qkv_projection", Split::column, s.tokens, s.qkv_out, s.hidden, s.e);
   attention_forward(items, c, s);
   linear_forward(items, c, "attention_output", Split::row, s.tokens, s.hidden, s.hidden / c.tp,
@@ -257,7 +264,7 @@ std::vector<PassItem> layer_forward(const LayerContext& c) {
   region_exit(items, c, s, true);
   items.push_back(kernel(residual("attention_residual", s)));
   items.push_back(kernel(norm("mlp_norm", s)));
-  region_entry(items, c, s, true);
+  region_entry(items, c, s, true, c.fp8);
   linear_forward(items, c, "mlp_up", Split::column, s.tokens, s.mlp_in_out, s.hidden, s.e);
   const double activation_passes = c.model.mlp == MlpKind::swiglu ? 3 : 2;
   items.push_back(kernel(memory_bound(c.model.mlp == MlpKind::swiglu ? "swiglu" : "gelu",
@@ -287,7 +294,7 @@ std::vector<PassItem> layer_backward(const LayerContext& c) {
   const double activation_passes = c.model.mlp == MlpKind::swiglu ? 3 : 2;
   items.push_back(
       kernel(memory_bound("mlp_residual_backward", 2 * s.elementwise_tokens * s.hidden * s.e)));
-  region_exit(items, c, s, false);
+  region_exit(items, c, s, false, c.fp8);
   linear_backward(items, c, "mlp_down", Split::row, s.tokens, s.ffn, s.hidden, s.e);
   items.push_back(
       kernel(memory_bound(c.model.mlp == MlpKind::swiglu ? "swiglu_backward" : "gelu_backward",
@@ -298,7 +305,7 @@ std::vector<PassItem> layer_backward(const LayerContext& c) {
       kernel(memory_bound("mlp_norm_backward", 3 * s.elementwise_tokens * s.hidden * s.e)));
   items.push_back(kernel(
       memory_bound("attention_residual_backward", 2 * s.elementwise_tokens * s.hidden * s.e)));
-  region_exit(items, c, s, false);
+  region_exit(items, c, s, false, c.fp8);
   linear_backward(items, c, "attention_output", Split::row, s.tokens, s.hidden / c.tp, s.hidden,
                   s.e);
   attention_backward(items, c, s);

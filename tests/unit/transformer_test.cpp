@@ -245,6 +245,12 @@ TEST_CASE("FP8 layers quantize each linear input and output gradient; the head s
     const auto backward = layer_backward(c);
     // MLP down's and the attention output's dgrad follow their gathered gradients.
     CHECK(check_gathers(backward, "_dgrad", "_grad_quantize") == 2);
+    // The gathers move the FP8 copies (1 byte an element), the reduce-scatters bf16 (2).
+    for (const auto& items : {forward, backward}) {
+      for (const PassItem* op : collectives_of(items)) {
+        CHECK(op->bytes == (op->op == CollectiveOp::all_gather ? tokens * h : tokens * h * 2));
+      }
+    }
     // Output gradients: gathered for the attention output and MLP down (shard, e + 1), local for
     // qkv (192 / 2) and MLP up (256 / 2).
     CHECK(bytes_named(backward, "_grad_quantize") ==
