@@ -224,7 +224,7 @@ struct WorkloadSpec {
   double forward_flops_per_sample_per_layer = 0;  ///< layer_stack, flop
   TransformerSpec model;                          ///< transformer
   Precision precision = Precision::bf16;
-  bool fp8_gemms = false;    ///< transformer: GEMMs run at the fp8 peak
+  bool fp8_gemms = false;    ///< transformer: the layers' linear GEMMs in FP8, with their casts
   int64_t global_batch = 0;  ///< samples per training step, over all data-parallel replicas
   int64_t microbatch = 1;    ///< samples per forward/backward pass
 };

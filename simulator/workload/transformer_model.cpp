@@ -80,9 +80,10 @@ void region_exit(std::vector<PassItem>& items, const LayerContext& c, const Shap
   }
 }
 
-/// Normalisation: read and write the activations.
-KernelWork norm(const char* name, const Shape& s) {
-  return memory_bound(name, 2 * s.elementwise_tokens * s.hidden * s.e);
+/// Normalisation: read and write the activations; with `fp8_output` (before an FP8 layer:
+/// Transformer Engine's LayerNormLinear) write them in FP8, one byte an element.
+KernelWork norm(const char* name, const Shape& s, bool fp8_output = false) {
+  return memory_bound(name, s.elementwise_tokens * s.hidden * (s.e + (fp8_output ? 1 : s.e)));
 }
 /// Bias, dropout and residual add: read two tensors and a mask, write one.
 KernelWork residual(const char* name, const Shape& s) {
@@ -165,36 +166,29 @@ void attention_backward(std::vector<PassItem>& items, const LayerContext& c, con
   }
 }
 
-/// How tensor parallelism splits a linear layer: column (qkv, MLP up; under sequence
-/// parallelism its input is all-gathered) or row (attention output, MLP down; its output
-/// gradient is all-gathered in the backward pass).
+/// How tensor parallelism splits a linear layer: column (qkv, MLP up: Transformer Engine's
+/// LayerNormLinear, whose input under sequence parallelism is all-gathered) or row (attention
+/// output, MLP down: its Linear, whose output gradient is all-gathered in backward).
 enum class Split { column, row };
 
-/// Transformer Engine's cast of an operand of `elements` to FP8 before an FP8 GEMM. Hopper's FP8
-/// GEMMs take only the TN layout, so the backward GEMMs need a transposed copy: the cast reads
-/// the operand once and writes both (`fp8_cast_transpose_fused`). An operand that sequence
-/// parallelism all-gathers is cast on the rank's 1/tp shard before the gather (row-major only),
-/// and transposed whole after it, before the weight gradient (`fp8_transpose`; see
-/// `transpose_gathered`).
-void quantize(std::vector<PassItem>& items, const LayerContext& c, const std::string& name,
-              double elements, double e, bool gathered) {
-  if (!gathered) {
-    items.push_back(kernel(memory_bound(name + "_quantize", elements * (e + 2))));
-    return;
-  }
-  // Before the all-gather that the layer's region just queued, so that it stays next to the
-  // GEMM that consumes it (tensor-parallel overlap pairs the two).
-  auto at = items.end();
-  if (!items.empty() && items.back().kind == PassItem::Kind::collective &&
-      items.back().op == CollectiveOp::all_gather) {
-    --at;
-  }
-  items.insert(at, kernel(memory_bound(name + "_quantize", elements / c.tp * (e + 1))));
+// FP8 casts as Transformer Engine runs them (module/linear.py `_Linear`, layernorm_linear.py
+// `_LayerNormLinear`, base.py `grad_output_preprocess`; docs/frameworks.md). Hopper's FP8 GEMMs
+// take only the TN layout, so each operand of a weight gradient needs a transposed copy: a cast
+// writes it beside the row-major one (`fp8_cast_transpose_fused`: e + 2 bytes an element), or a
+// later `fp8_transpose` makes it (2 bytes). A column layer's input needs no cast of its own:
+// the layer norm before it writes FP8.
+
+/// Whether sequence parallelism all-gathers the gathered operand of each linear layer (`Split`).
+bool gathered(const LayerContext& c) { return c.sequence_parallel && c.tp > 1; }
+
+/// A cast to FP8 of `elements`: e bytes read, one 1-byte copy written, two with `transposed`.
+KernelWork cast(std::string name, double elements, double e, bool transposed) {
+  return memory_bound(std::move(name), elements * (e + (transposed ? 2 : 1)));
 }
 
-/// The transposed FP8 copy of an operand gathered whole: read and written, one byte each.
-void transpose_gathered(std::vector<PassItem>& items, const std::string& name, double elements) {
-  items.push_back(kernel(memory_bound(name + "_transpose", 2 * elements)));
+/// The transposed FP8 copy of an operand: one byte read and one written an element.
+KernelWork transpose(std::string name, double elements) {
+  return memory_bound(std::move(name), 2 * elements);
 }
 
 /// A transformer layer's GEMM: FP8 with `workload.fp8_gemms`.
@@ -204,39 +198,48 @@ KernelWork linear_gemm(std::string name, double m, double n, double k, double e)
   return work;
 }
 
-/// Whether sequence parallelism all-gathers the gathered operand of each linear layer (`Split`).
-bool gathered(const LayerContext& c) { return c.sequence_parallel && c.tp > 1; }
-
-/// Forward of a transformer layer's linear layer, tokens x in -> tokens x out; in FP8 its input
-/// is quantized first.
+/// Forward of a transformer layer's linear layer, tokens x in -> tokens x out. In FP8 a row
+/// layer's input is cast first; under sequence parallelism without the transposed copy, which
+/// the backward pass makes.
 void linear_forward(std::vector<PassItem>& items, const LayerContext& c, const char* name,
                     Split split, double tokens, double out, double in, double e) {
-  if (c.fp8) {
-    quantize(items, c, name, tokens * in, e, split == Split::column && gathered(c));
+  if (c.fp8 && split == Split::row) {
+    items.push_back(kernel(cast(std::string(name) + "_quantize", tokens * in, e, !gathered(c))));
   }
   items.push_back(kernel(linear_gemm(name, tokens, out, in, e)));
 }
 
 /// dgrad and wgrad of a linear layer whose forward was tokens x in -> tokens x out. A
-/// transformer layer's (`fp8_eligible`) runs in FP8 with the workload's fp8_gemms, its output
-/// gradient quantized first; an operand that sequence parallelism gathered is transposed before
-/// the weight gradient.
+/// transformer layer's (`fp8_eligible`) runs in FP8 with the workload's fp8_gemms: its output
+/// gradient is cast first (a gathered one on the rank's shard, before the all-gather that the
+/// region just queued, so that the gather stays next to the GEMM that consumes it), and the
+/// operands of the weight gradient that have no transposed copy get one before it.
 void linear_backward(std::vector<PassItem>& items, const LayerContext& c, const char* name,
                      Split split, double tokens, double in, double out, double e,
                      bool fp8_eligible = true) {
   const bool fp8 = c.fp8 && fp8_eligible;
   const std::string prefix = name;
-  if (fp8) {
-    quantize(items, c, prefix + "_grad", tokens * out, e, split == Split::row && gathered(c));
+  const bool gathered_grad = split == Split::row && gathered(c);
+  if (fp8 && gathered_grad) {
+    auto at = items.end();
+    if (!items.empty() && items.back().kind == PassItem::Kind::collective &&
+        items.back().op == CollectiveOp::all_gather) {
+      --at;
+    }
+    items.insert(at, kernel(cast(prefix + "_grad_quantize", tokens * out / c.tp, e, false)));
+  } else if (fp8) {
+    items.push_back(kernel(cast(prefix + "_grad_quantize", tokens * out, e, true)));
   }
   KernelWork dgrad = gemm(prefix + "_dgrad", tokens, in, out, e);
   KernelWork wgrad = gemm(prefix + "_wgrad", in, out, tokens, e);
   dgrad.fp8_eligible = wgrad.fp8_eligible = fp8_eligible;
   items.push_back(kernel(std::move(dgrad)));
-  if (fp8 && gathered(c)) {
-    transpose_gathered(items, split == Split::column ? prefix + "_input" : prefix + "_grad",
-                       tokens * (split == Split::column ? in : out));
+  if (fp8 && (split == Split::column || gathered(c))) {
+    // The norm's FP8 output (column) or the cast without its copy (row, sequence-parallel).
+    items.push_back(kernel(transpose(prefix + "_input_transpose", tokens * in)));
   }
+  if (fp8 && gathered_grad)
+    items.push_back(kernel(transpose(prefix + "_grad_transpose", tokens * out)));
   items.push_back(kernel(std::move(wgrad)));
 }
 
@@ -255,7 +258,7 @@ double LayerContext::padded_vocab() const {
 std::vector<PassItem> layer_forward(const LayerContext& c) {
   const Shape s(c);
   std::vector<PassItem> items;
-  items.push_back(kernel(norm("attention_norm", s)));
+  items.push_back(kernel(norm("attention_norm", s, c.fp8)));
   region_entry(items, c, s, true, c.fp8);
   linear_forward(items, c, "qkv_projection", Split::column, s.tokens, s.qkv_out, s.hidden, s.e);
   attention_forward(items, c, s);
@@ -263,7 +266,7 @@ std::vector<PassItem> layer_forward(const LayerContext& c) {
                  s.e);
   region_exit(items, c, s, true);
   items.push_back(kernel(residual("attention_residual", s)));
-  items.push_back(kernel(norm("mlp_norm", s)));
+  items.push_back(kernel(norm("mlp_norm", s, c.fp8)));
   region_entry(items, c, s, true, c.fp8);
   linear_forward(items, c, "mlp_up", Split::column, s.tokens, s.mlp_in_out, s.hidden, s.e);
   const double activation_passes = c.model.mlp == MlpKind::swiglu ? 3 : 2;

@@ -175,58 +175,116 @@ double bytes_named(const std::vector<PassItem>& items, const std::string& suffix
   return bytes;
 }
 
-TEST_CASE("FP8 layers quantize each linear input and output gradient; the head stays bf16") {
+/// Bytes of the kernel named `name` in `items` (0 when there is none).
+double bytes_of(const std::vector<PassItem>& items, const std::string& name) {
+  double bytes = 0;
+  for (const auto& item : items) {
+    if (item.kind == PassItem::Kind::kernel && item.work.name == name) bytes += item.work.bytes;
+  }
+  return bytes;
+}
+
+/// The index in `items` of the kernel named `name` (items.size() when there is none).
+size_t index_of(const std::vector<PassItem>& items, const std::string& name) {
+  for (size_t i = 0; i < items.size(); ++i) {
+    if (items[i].kind == PassItem::Kind::kernel && items[i].work.name == name) return i;
+  }
+  return items.size();
+}
+
+TEST_CASE("FP8 layers cast their operands as Transformer Engine does; the head stays bf16") {
   WorkloadSpec workload;
   workload.precision = Precision::bf16;
   workload.fp8_gemms = true;
   const double tokens = 64, h = 64, qkv = 192, ffn = 256;
-  SUBCASE("without tensor parallelism: one cast-transpose per operand, e + 2 bytes each") {
-    LayerContext c = small_context(1);
-    CHECK(bytes_named(layer_forward(c), "_quantize") == 0.0);
-    c.fp8 = true;
-    const auto forward = layer_forward(c);
-    // Inputs: qkv and MLP up read h, the attention output h, MLP down ffn.
-    CHECK(bytes_named(forward, "_quantize") == rel(tokens * (h + h + h + ffn) * (2 + 2)));
-    // Output gradients: qkv, attention output h, MLP up ffn (gelu), MLP down h.
-    const auto backward = layer_backward(c);
-    CHECK(bytes_named(backward, "_grad_quantize") == rel(tokens * (qkv + h + ffn + h) * 4));
-    CHECK(bytes_named(backward, "_transpose") == 0.0);
-    // Each cast comes right before its GEMM, which runs in fp8.
+  // Every layer GEMM, forward and backward, runs in fp8; none of the head's.
+  auto check_precisions = [&](const LayerContext& c) {
     int gemms = 0;
-    for (size_t i = 0; i < forward.size(); ++i) {
-      if (forward[i].work.kernel_class != KernelClass::gemm) continue;
-      CHECK(forward[i - 1].work.name == forward[i].work.name + "_quantize");
-      CHECK(kernel_precision(forward[i].work, workload) == Precision::fp8);
-      ++gemms;
+    for (const auto& items : {layer_forward(c), layer_backward(c)}) {
+      for (const auto& item : items) {
+        if (item.kind != PassItem::Kind::kernel || item.work.kernel_class != KernelClass::gemm) {
+          continue;
+        }
+        CHECK(kernel_precision(item.work, workload) == Precision::fp8);
+        ++gemms;
+      }
     }
-    CHECK(gemms == 4);
-    for (const auto& head : {head_forward(c), head_backward(c)}) {
-      CHECK(bytes_named(head, "_quantize") == 0.0);
-      for (const auto& item : head) {
+    CHECK(gemms == 4 + 8);
+    for (const auto& items : {head_forward(c), head_backward(c)}) {
+      for (const auto& item : items) {
         if (item.work.kernel_class == KernelClass::gemm) {
           CHECK(kernel_precision(item.work, workload) == Precision::bf16);
         }
       }
     }
+  };
+  SUBCASE("without tensor parallelism") {
+    LayerContext c = small_context(1);
+    const auto bf16_forward = layer_forward(c);
+    CHECK(bytes_named(bf16_forward, "_quantize") == 0.0);
+    c.fp8 = true;
+    check_precisions(c);
+    const auto forward = layer_forward(c);
+    // Column layers (qkv, MLP up) take the norms' FP8 output: e read, 1 byte written.
+    CHECK(bytes_of(forward, "attention_norm") == rel(tokens * h * (2 + 1)));
+    CHECK(bytes_of(forward, "mlp_norm") == rel(tokens * h * (2 + 1)));
+    CHECK(bytes_named(forward, "qkv_projection_quantize") == 0.0);
+    // Row layers cast their input with its transposed copy: e + 2 bytes an element.
+    CHECK(bytes_of(forward, "attention_output_quantize") == rel(tokens * h * 4));
+    CHECK(bytes_of(forward, "mlp_down_quantize") == rel(tokens * ffn * 4));
+    for (const char* gemm : {"attention_output", "mlp_down"}) {
+      CHECK(index_of(forward, std::string(gemm) + "_quantize") + 1 == index_of(forward, gemm));
+    }
+    CHECK(index_of(forward, "attention_norm") + 1 == index_of(forward, "qkv_projection"));
+    const auto backward = layer_backward(c);
+    // Every output gradient: cast with its transposed copy, right before its dgrad.
+    CHECK(bytes_named(backward, "_grad_quantize") == rel(tokens * (qkv + h + ffn + h) * 4));
+    for (const char* layer : {"qkv_projection", "attention_output", "mlp_up", "mlp_down"}) {
+      CAPTURE(layer);
+      const std::string name = layer;
+      CHECK(index_of(backward, name + "_grad_quantize") + 1 == index_of(backward, name + "_dgrad"));
+    }
+    // The column layers' inputs (the norms' FP8 output) transposed before their wgrad.
+    CHECK(bytes_named(backward, "_input_transpose") == rel(tokens * (h + h) * 2));
+    CHECK(index_of(backward, "mlp_up_input_transpose") + 1 == index_of(backward, "mlp_up_wgrad"));
+    CHECK(bytes_named(backward, "_grad_transpose") == 0.0);
+    // With 4-byte activations the casts read 4 bytes and still write 1-byte copies.
+    c.activation_bytes = 4;
+    CHECK(bytes_of(layer_forward(c), "mlp_down_quantize") == rel(tokens * ffn * (4 + 2)));
     workload.fp8_gemms = false;
-    const auto qkv_gemm = std::find_if(forward.begin(), forward.end(), [](const PassItem& item) {
-      return item.work.name == "qkv_projection";
-    });
-    REQUIRE(qkv_gemm != forward.end());
-    CHECK(kernel_precision(qkv_gemm->work, workload) == Precision::bf16);
+    const size_t qkv_gemm = index_of(forward, "qkv_projection");
+    REQUIRE(qkv_gemm < forward.size());
+    CHECK(kernel_precision(forward[qkv_gemm].work, workload) == Precision::bf16);
   }
-  SUBCASE("with sequence parallelism a gathered operand is cast on its shard, transposed whole") {
+  SUBCASE("tensor parallelism without sequence parallelism: local operands, no gathers") {
+    LayerContext c = small_context(2, false);
+    c.fp8 = true;
+    check_precisions(c);
+    const auto forward = layer_forward(c);
+    CHECK(bytes_named(forward, "_quantize") == rel(tokens * (h / 2 + ffn / 2) * 4));
+    const auto backward = layer_backward(c);
+    CHECK(bytes_named(backward, "_grad_quantize") == rel(tokens * (qkv / 2 + h + ffn / 2 + h) * 4));
+    CHECK(bytes_named(backward, "_input_transpose") == rel(tokens * (h + h) * 2));
+    CHECK(bytes_named(backward, "_grad_transpose") == 0.0);
+  }
+  SUBCASE("with sequence parallelism: gathered operands cast on their shard, transposed whole") {
     LayerContext c = small_context(2, true);
     c.fp8 = true;
+    check_precisions(c);
     const auto forward = layer_forward(c);
-    // qkv and MLP up: their 1/2 shard, e + 1 bytes; attention output and MLP down: their local
-    // h / 2 and ffn / 2 columns, e + 2 bytes.
-    CHECK(bytes_named(forward, "_quantize") ==
-          rel(2 * tokens / 2 * h * 3 + tokens * (h / 2 + ffn / 2) * 4));
-    // Each all-gather stays next to the GEMM that consumes it, its operand's cast before it.
-    // `gemm_suffix`: what the GEMM's name adds to its layer's ("_dgrad" in backward).
-    auto check_gathers = [](const std::vector<PassItem>& items, const std::string& gemm_suffix,
-                            const std::string& cast_suffix) {
+    // Row layers under sequence parallelism cast without the transposed copy: e + 1.
+    CHECK(bytes_named(forward, "_quantize") == rel(tokens * (h / 2 + ffn / 2) * 3));
+    const auto backward = layer_backward(c);
+    // Output gradients: gathered for the attention output and MLP down (their shard, e + 1),
+    // local for qkv (192 / 2) and MLP up (256 / 2).
+    CHECK(bytes_named(backward, "_grad_quantize") ==
+          rel(2 * tokens / 2 * h * 3 + tokens * (qkv / 2 + ffn / 2) * 4));
+    // Transposes before wgrad: every layer's input, and the two gathered gradients.
+    CHECK(bytes_named(backward, "_input_transpose") == rel(tokens * (h + h + h / 2 + ffn / 2) * 2));
+    CHECK(bytes_named(backward, "_grad_transpose") == rel(tokens * (h + h) * 2));
+    // Each all-gather stays next to the GEMM that consumes it: after the norm in forward, after
+    // the gradient's cast in backward.
+    auto check_gathers = [](const std::vector<PassItem>& items, bool backward_pass) {
       int gathers = 0;
       for (size_t i = 1; i + 1 < items.size(); ++i) {
         if (items[i].kind != PassItem::Kind::collective ||
@@ -235,28 +293,24 @@ TEST_CASE("FP8 layers quantize each linear input and output gradient; the head s
         }
         CHECK(items[i + 1].work.kernel_class == KernelClass::gemm);
         const std::string& gemm = items[i + 1].work.name;
-        const std::string layer = gemm.substr(0, gemm.size() - gemm_suffix.size());
-        CHECK(items[i - 1].work.name == layer + cast_suffix);
+        const std::string before = items[i - 1].work.name;
+        if (backward_pass) {
+          CHECK(before == gemm.substr(0, gemm.size() - 6) + "_grad_quantize");  // "_dgrad"
+        } else {
+          CHECK((before == "attention_norm" || before == "mlp_norm"));
+        }
         ++gathers;
       }
       return gathers;
     };
-    CHECK(check_gathers(forward, "", "_quantize") == 2);  // qkv and MLP up
-    const auto backward = layer_backward(c);
-    // MLP down's and the attention output's dgrad follow their gathered gradients.
-    CHECK(check_gathers(backward, "_dgrad", "_grad_quantize") == 2);
+    CHECK(check_gathers(forward, false) == 2);
+    CHECK(check_gathers(backward, true) == 2);
     // The gathers move the FP8 copies (1 byte an element), the reduce-scatters bf16 (2).
     for (const auto& items : {forward, backward}) {
       for (const PassItem* op : collectives_of(items)) {
         CHECK(op->bytes == (op->op == CollectiveOp::all_gather ? tokens * h : tokens * h * 2));
       }
     }
-    // Output gradients: gathered for the attention output and MLP down (shard, e + 1), local for
-    // qkv (192 / 2) and MLP up (256 / 2).
-    CHECK(bytes_named(backward, "_grad_quantize") ==
-          rel(2 * tokens / 2 * h * 3 + tokens * (qkv / 2 + ffn / 2) * 4));
-    // The gathered inputs of qkv and MLP up and the gathered gradients of the other two.
-    CHECK(bytes_named(backward, "_transpose") == rel(4 * tokens * h * 2));
   }
 }
 
