@@ -256,25 +256,24 @@ TEST_CASE("FP8 layers cast their operands as Transformer Engine does; the head s
     REQUIRE(qkv_gemm < forward.size());
     CHECK(kernel_precision(forward[qkv_gemm].work, workload) == Precision::bf16);
   }
-  SUBCASE("tensor parallelism without sequence parallelism: local operands, no gathers") {
-    LayerContext c = small_context(2, false);
+  // The forward and backward items of the small model's FP8 layer on TP 2, precisions checked.
+  auto fp8_tp2 = [&](bool sequence_parallel) {
+    LayerContext c = small_context(2, sequence_parallel);
     c.fp8 = true;
     check_precisions(c);
-    const auto forward = layer_forward(c);
+    return std::make_pair(layer_forward(c), layer_backward(c));
+  };
+  SUBCASE("tensor parallelism without sequence parallelism: local operands, no gathers") {
+    const auto [forward, backward] = fp8_tp2(false);
     CHECK(bytes_named(forward, "_quantize") == rel(tokens * (h / 2 + ffn / 2) * 4));
-    const auto backward = layer_backward(c);
     CHECK(bytes_named(backward, "_grad_quantize") == rel(tokens * (qkv / 2 + h + ffn / 2 + h) * 4));
     CHECK(bytes_named(backward, "_input_transpose") == rel(tokens * (h + h) * 2));
     CHECK(bytes_named(backward, "_grad_transpose") == 0.0);
   }
   SUBCASE("with sequence parallelism: gathered operands cast on their shard, transposed whole") {
-    LayerContext c = small_context(2, true);
-    c.fp8 = true;
-    check_precisions(c);
-    const auto forward = layer_forward(c);
+    const auto [forward, backward] = fp8_tp2(true);
     // Row layers under sequence parallelism cast without the transposed copy: e + 1.
     CHECK(bytes_named(forward, "_quantize") == rel(tokens * (h / 2 + ffn / 2) * 3));
-    const auto backward = layer_backward(c);
     // Output gradients: gathered for the attention output and MLP down (their shard, e + 1),
     // local for qkv (192 / 2) and MLP up (256 / 2).
     CHECK(bytes_named(backward, "_grad_quantize") ==
