@@ -178,7 +178,7 @@ enum class Split { column, row };
 // later `fp8_transpose` makes it (2 bytes). A column layer's input needs no cast of its own:
 // the layer norm before it writes FP8.
 
-/// Whether sequence parallelism all-gathers the gathered operand of each linear layer (`Split`).
+/// Whether sequence parallelism all-gathers a column layer's input and a row layer's gradient.
 bool gathered(const LayerContext& c) { return c.sequence_parallel && c.tp > 1; }
 
 /// A cast to FP8 of `elements`: e bytes read, one 1-byte copy written, two with `transposed`.
@@ -238,8 +238,9 @@ void linear_backward(std::vector<PassItem>& items, const LayerContext& c, const 
     // The norm's FP8 output (column) or the cast without its copy (row, sequence-parallel).
     items.push_back(kernel(transpose(prefix + "_input_transpose", tokens * in)));
   }
-  if (fp8 && gathered_grad)
+  if (fp8 && gathered_grad) {
     items.push_back(kernel(transpose(prefix + "_grad_transpose", tokens * out)));
+  }
   items.push_back(kernel(std::move(wgrad)));
 }
 
