@@ -108,19 +108,20 @@ table "Azure ND H100 v5 (in-place)" platforms/h100-ndr.yaml 8 5 6 '$1 == "ND H10
 table "Azure ND H200 v5 (in-place)" platforms/h200-nd.yaml 8 5 6 '$1 == "ND H200 v5"' "$guide"
 table "Azure ND A100 v4 80GB (in-place)" platforms/a100-ndv4.yaml 8 5 6 '$1 == "ND A100 v4"' "$guide"
 mle=$data/ml-engineering-h200-b200
+# gpu_count_rows LABEL SYSTEM PLATFORM GPUS: ml-engineering's 8 GiB all-reduce of SYSTEM on GPUS,
+# as NCCL picks and with NVLS off (ring).
+gpu_count_rows() {
+  local label=$1 system=$2 platform=$3 g=$4
+  awk -F, -v s="$system" -v g="$g" 'NR > 1 && $1 == s && $2 == g { print $4, $5 }' \
+    "$mle/all_reduce_8gib_nvls_vs_ring_by_gpu_count.csv" >"$tmp/row"
+  awk '{ printf "8589934592,%s\n", $1 }' "$tmp/row" | sed '1i size,busbw' >"$tmp/auto.csv"
+  awk '{ printf "8589934592,%s\n", $2 }' "$tmp/row" | sed '1i size,busbw' >"$tmp/ring.csv"
+  table "$label node, $g GPUs, 8 GiB, as NCCL picks" "$platform" "$g" 1 2 1 "$tmp/auto.csv"
+  table "$label node, $g GPUs, 8 GiB, NVLS off (ring)" "$platform" "$g" 1 2 1 "$tmp/ring.csv" --algo ring
+}
 for g in 4 5 6 7 8; do
-  awk -F, -v g=$g 'NR > 1 && $1 == "8x H200 HGX node" && $2 == g { print 8589934592, $4, $5 }' \
-    "$mle/all_reduce_8gib_nvls_vs_ring_by_gpu_count.csv" >"$tmp/row"
-  awk -v g=$g '{ printf "8589934592,%s\n", $2 }' "$tmp/row" | sed '1i size,busbw' >"$tmp/auto.csv"
-  awk -v g=$g '{ printf "8589934592,%s\n", $3 }' "$tmp/row" | sed '1i size,busbw' >"$tmp/ring.csv"
-  table "H200 node, $g GPUs, 8 GiB, as NCCL picks" platforms/h200-nd.yaml $g 1 2 1 "$tmp/auto.csv"
-  table "H200 node, $g GPUs, 8 GiB, NVLS off (ring)" platforms/h200-nd.yaml $g 1 2 1 "$tmp/ring.csv" --algo ring
-  awk -F, -v g=$g 'NR > 1 && $1 == "8x B200 AWS p6-b200.48xlarge" && $2 == g { print 8589934592, $4, $5 }' \
-    "$mle/all_reduce_8gib_nvls_vs_ring_by_gpu_count.csv" >"$tmp/row"
-  awk '{ printf "8589934592,%s\n", $2 }' "$tmp/row" | sed '1i size,busbw' >"$tmp/auto.csv"
-  awk '{ printf "8589934592,%s\n", $3 }' "$tmp/row" | sed '1i size,busbw' >"$tmp/ring.csv"
-  table "B200 node, $g GPUs, 8 GiB, as NCCL picks" platforms/dgx-b200.yaml $g 1 2 1 "$tmp/auto.csv"
-  table "B200 node, $g GPUs, 8 GiB, NVLS off (ring)" platforms/dgx-b200.yaml $g 1 2 1 "$tmp/ring.csv" --algo ring
+  gpu_count_rows H200 "8x H200 HGX node" platforms/h200-nd.yaml "$g"
+  gpu_count_rows B200 "8x B200 AWS p6-b200.48xlarge" platforms/dgx-b200.yaml "$g"
 done
 table "torch all-reduce on 8x H200 (not nccl-tests)" platforms/h200-nd.yaml 8 2 3 1 \
   "$mle/all_reduce_torch_8xh200.csv"
