@@ -175,15 +175,6 @@ double bytes_named(const std::vector<PassItem>& items, const std::string& suffix
   return bytes;
 }
 
-/// Bytes of the kernel named `name` in `items` (0 when there is none).
-double bytes_of(const std::vector<PassItem>& items, const std::string& name) {
-  double bytes = 0;
-  for (const auto& item : items) {
-    if (item.kind == PassItem::Kind::kernel && item.work.name == name) bytes += item.work.bytes;
-  }
-  return bytes;
-}
-
 /// The index in `items` of the kernel named `name` (items.size() when there is none).
 size_t index_of(const std::vector<PassItem>& items, const std::string& name) {
   for (size_t i = 0; i < items.size(); ++i) {
@@ -226,12 +217,12 @@ TEST_CASE("FP8 layers cast their operands as Transformer Engine does; the head s
     check_precisions(c);
     const auto forward = layer_forward(c);
     // Column layers (qkv, MLP up) take the norms' FP8 output: e read, 1 byte written.
-    CHECK(bytes_of(forward, "attention_norm") == rel(tokens * h * (2 + 1)));
-    CHECK(bytes_of(forward, "mlp_norm") == rel(tokens * h * (2 + 1)));
+    CHECK(bytes_named(forward, "attention_norm") == rel(tokens * h * (2 + 1)));
+    CHECK(bytes_named(forward, "mlp_norm") == rel(tokens * h * (2 + 1)));
     CHECK(bytes_named(forward, "qkv_projection_quantize") == 0.0);
     // Row layers cast their input with its transposed copy: e + 2 bytes an element.
-    CHECK(bytes_of(forward, "attention_output_quantize") == rel(tokens * h * 4));
-    CHECK(bytes_of(forward, "mlp_down_quantize") == rel(tokens * ffn * 4));
+    CHECK(bytes_named(forward, "attention_output_quantize") == rel(tokens * h * 4));
+    CHECK(bytes_named(forward, "mlp_down_quantize") == rel(tokens * ffn * 4));
     for (const char* gemm : {"attention_output", "mlp_down"}) {
       CHECK(index_of(forward, std::string(gemm) + "_quantize") + 1 == index_of(forward, gemm));
     }
@@ -250,7 +241,7 @@ TEST_CASE("FP8 layers cast their operands as Transformer Engine does; the head s
     CHECK(bytes_named(backward, "_grad_transpose") == 0.0);
     // With 4-byte activations the casts read 4 bytes and still write 1-byte copies.
     c.activation_bytes = 4;
-    CHECK(bytes_of(layer_forward(c), "mlp_down_quantize") == rel(tokens * ffn * (4 + 2)));
+    CHECK(bytes_named(layer_forward(c), "mlp_down_quantize") == rel(tokens * ffn * (4 + 2)));
     workload.fp8_gemms = false;
     const size_t qkv_gemm = index_of(forward, "qkv_projection");
     REQUIRE(qkv_gemm < forward.size());
