@@ -58,6 +58,7 @@ FrameworkPreset torchtitan() {
   f.reshard_after_forward_with_pp = false;
   f.has_hsdp = true;
   f.has_tp_comm_overlap = true;  // async TP
+  f.eager_elementwise = true;    // training.compile = false
   f.host = {8e-6, 8e-6, 0};
   return f;
 }

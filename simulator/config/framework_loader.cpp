@@ -127,6 +127,14 @@ void read_framework_mechanics(MapReader& p, Scenario& s) {
   } else if (par.tp_comm_overlap && par.tp < 2) {
     refuse(p, "tp_comm_overlap", fmt::format("'{}' needs tp > 1", p.path_of("tp_comm_overlap")));
   }
+
+  assign(par.torch_compile, p.boolean("torch_compile", false));
+  if (!f.eager_elementwise) {
+    refuse(p, "torch_compile",
+           fmt::format("{} runs fused element-wise kernels (Transformer Engine, Apex); "
+                       "torch_compile is torchtitan's training.compile (framework: torchtitan)",
+                       framework));
+  }
 }
 
 void read_host(MapReader& r, Scenario& s) {

@@ -299,6 +299,9 @@ struct ParallelismSpec {
   /// Tensor-parallel collectives overlapped with the GEMMs next to them (Transformer Engine's
   /// userbuffers, torchtitan's async TP): a collective costs only what its GEMM does not hide.
   bool tp_comm_overlap = false;
+  /// torchtitan's `training.compile`: Inductor fuses each transformer block's element-wise ops
+  /// (the final norm and the loss stay eager); false: one eager kernel per op.
+  bool torch_compile = false;
 
   int ranks() const { return dp * tp * pp * cp; }
 };

@@ -47,7 +47,8 @@ const std::vector<std::string> kTransformerOnlyKeys = {"sequence_parallel",
                                                        "gradient_reduce_precision",
                                                        "gradient_sync",
                                                        "gradient_buckets",
-                                                       "tp_comm_overlap"};
+                                                       "tp_comm_overlap",
+                                                       "torch_compile"};
 
 const std::vector<std::string> kPrecisionNames = {"fp32", "tf32", "bf16", "fp16", "fp8"};
 

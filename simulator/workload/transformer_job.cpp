@@ -81,6 +81,8 @@ LayerContext layer_context(const Scenario& s) {
   c.activation_bytes = bytes_per_element(s.workload.precision);
   c.fp8 = s.workload.fp8_gemms;
   c.pipeline_transfer = s.parallelism.pipeline_transfer;
+  c.eager_head = framework_preset(s.parallelism.framework).eager_elementwise;
+  c.eager_layers = c.eager_head && !s.parallelism.torch_compile;
   return c;
 }
 

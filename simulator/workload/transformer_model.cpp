@@ -23,7 +23,7 @@ PassItem collective(CollectiveOp op, double bytes, LayerGroup group, const char*
 
 /// Sizes of one rank's slice of a layer.
 struct Shape {
-  double tokens, elementwise_tokens, hidden, qkv_out, mlp_in_out, ffn, heads, head_dim, e;
+  double tokens, elementwise_tokens, hidden, qkv_out, mlp_in_out, ffn, heads, kv_heads, head_dim, e;
 
   explicit Shape(const LayerContext& c) {
     const auto& m = c.model;
@@ -32,6 +32,7 @@ struct Shape {
     hidden = static_cast<double>(m.hidden);
     head_dim = static_cast<double>(m.head_dim());
     heads = static_cast<double>(m.heads / c.tp);
+    kv_heads = static_cast<double>(m.kv_heads / c.tp);
     qkv_out = static_cast<double>(m.heads + 2 * m.kv_heads) * head_dim / c.tp;
     ffn = static_cast<double>(m.ffn) / c.tp;
     mlp_in_out = m.mlp == MlpKind::swiglu ? 2 * ffn : ffn;
@@ -85,6 +86,140 @@ void region_exit(std::vector<PassItem>& items, const LayerContext& c, const Shap
 KernelWork norm(const char* name, const Shape& s, bool fp8_output = false) {
   return memory_bound(name, s.elementwise_tokens * s.hidden * (s.e + (fp8_output ? 1 : s.e)));
 }
+
+// PyTorch eager (torchtitan without torch.compile; docs/frameworks.md, "Eager and compiled
+// element-wise ops"): each element-wise op of the model's Python code is a kernel of its own,
+// reading its inputs from memory and writing its output, in fp32 where the code upcasts.
+
+/// One eager op: the bytes its kernel reads and writes per element; 0 for a per-token op
+/// (a reduction's scalar), which costs its launch.
+struct EagerOp {
+  const char* op;
+  double bytes_per_element;
+};
+
+void eager_ops(std::vector<PassItem>& items, const std::string& name, double elements,
+               std::initializer_list<EagerOp> ops) {
+  for (const EagerOp& op : ops) {
+    items.push_back(kernel(memory_bound(name + "_" + op.op, elements * op.bytes_per_element)));
+  }
+}
+
+/// torchtitan's RMSNorm, `_norm(x.float()).type_as(x) * weight` with `_norm(x) = x *
+/// rsqrt(x.pow(2).mean(-1, keepdim=True) + eps)`; an FP8 layer after it casts its output.
+void eager_norm_forward(std::vector<PassItem>& items, const char* name, const Shape& s,
+                        bool fp8_output) {
+  const double e = s.e;
+  eager_ops(items, name, s.elementwise_tokens * s.hidden,
+            {{"to_fp32", e + 4},
+             {"pow", 8},
+             {"mean", 4},
+             {"add_eps", 0},
+             {"rsqrt", 0},
+             {"scale", 8},
+             {"to_input_dtype", 4 + e},
+             {"weight", 2 * e}});
+  if (fp8_output) eager_ops(items, name, s.elementwise_tokens * s.hidden, {{"to_fp8", e + 1}});
+}
+
+/// Autograd's backward of the same ops, last first: the weight's product (and its gradient,
+/// a product summed over tokens), the casts, the scale's two products, the mean's expansion,
+/// pow's backward and the sum of the input's two gradients.
+void eager_norm_backward(std::vector<PassItem>& items, const char* name, const Shape& s) {
+  const double e = s.e;
+  eager_ops(items, name, s.elementwise_tokens * s.hidden,
+            {{"weight_backward", 2 * e},
+             {"weight_grad", 3 * e},
+             {"weight_grad_sum", e},
+             {"to_input_dtype_backward", e + 4},
+             {"scale_backward", 8},
+             {"rsqrt_grad", 12},
+             {"rsqrt_grad_sum", 4},
+             {"rsqrt_backward", 0},
+             {"mean_backward", 4},
+             {"pow_backward", 12},
+             {"accumulate_grad", 12},
+             {"to_fp32_backward", 4 + e}});
+}
+
+/// A layer's norm: fused (one pass), or the eager ops.
+void layer_norm_forward(std::vector<PassItem>& items, const LayerContext& c, const Shape& s,
+                        const char* name, bool fp8_output) {
+  if (c.eager_layers) {
+    eager_norm_forward(items, name, s, fp8_output);
+  } else {
+    items.push_back(kernel(norm(name, s, fp8_output)));
+  }
+}
+
+void layer_norm_backward(std::vector<PassItem>& items, const LayerContext& c, const Shape& s,
+                         const char* name) {
+  if (c.eager_layers) {
+    eager_norm_backward(items, name, s);
+  } else {
+    items.push_back(kernel(
+        memory_bound(std::string(name) + "_backward", 3 * s.elementwise_tokens * s.hidden * s.e)));
+  }
+}
+
+/// torchtitan's rotary embedding of the queries and keys: `view_as_complex(x.float())`, a
+/// complex product with the frequencies, `type_as(x)`, three kernels per tensor each way.
+/// (Fused, as Transformer Engine's or Inductor's kernel, it is not modelled.)
+void eager_rope(std::vector<PassItem>& items, const Shape& s, bool forward) {
+  const double e = s.e;
+  for (const auto& [name, heads] : {std::pair{"rope_q", s.heads}, {"rope_k", s.kv_heads}}) {
+    const double elements = s.tokens * heads * s.head_dim;
+    if (forward) {
+      eager_ops(items, name, elements,
+                {{"to_fp32", e + 4}, {"rotate", 8}, {"to_input_dtype", 4 + e}});
+    } else {
+      eager_ops(items, name, elements,
+                {{"to_input_dtype_backward", e + 4},
+                 {"rotate_backward", 8},
+                 {"to_fp32_backward", 4 + e}});
+    }
+  }
+}
+
+/// torchtitan's `repeat_kv`: grouped keys and values expanded to every query head, a copy
+/// (the reshape of an expanded view; its backward sums the copies). None without GQA.
+void eager_repeat_kv(std::vector<PassItem>& items, const Shape& s, const char* name) {
+  if (s.kv_heads >= s.heads) return;
+  const double expanded = s.tokens * s.heads * s.head_dim;
+  items.push_back(kernel(memory_bound(name, 2 * expanded * (s.e + s.e * s.kv_heads / s.heads))));
+}
+
+/// The attention output's `transpose(1, 2).contiguous()`, a copy each way.
+void eager_output_copy(std::vector<PassItem>& items, const Shape& s, const char* name) {
+  items.push_back(kernel(memory_bound(name, 2 * s.tokens * s.heads * s.head_dim * s.e)));
+}
+
+/// The MLP's activation: fused (SwiGLU reads gate and up and writes their product), or as
+/// torchtitan writes it eagerly, `silu(w1(x)) * w3(x)`: two kernels forward, three backward.
+void activation_forward(std::vector<PassItem>& items, const LayerContext& c, const Shape& s) {
+  const bool swiglu = c.model.mlp == MlpKind::swiglu;
+  if (c.eager_layers && swiglu) {
+    eager_ops(items, "swiglu", s.tokens * s.ffn, {{"silu", 2 * s.e}, {"mul", 3 * s.e}});
+    return;
+  }
+  const double passes = swiglu ? 3 : 2;
+  items.push_back(
+      kernel(memory_bound(swiglu ? "swiglu" : "gelu", passes * s.tokens * s.ffn * s.e)));
+}
+
+void activation_backward(std::vector<PassItem>& items, const LayerContext& c, const Shape& s) {
+  const bool swiglu = c.model.mlp == MlpKind::swiglu;
+  if (c.eager_layers && swiglu) {
+    eager_ops(
+        items, "swiglu", s.tokens * s.ffn,
+        {{"mul_backward_gate", 3 * s.e}, {"mul_backward_up", 3 * s.e}, {"silu_backward", 3 * s.e}});
+    return;
+  }
+  const double passes = swiglu ? 4 : 3;
+  items.push_back(kernel(
+      memory_bound(swiglu ? "swiglu_backward" : "gelu_backward", passes * s.tokens * s.ffn * s.e)));
+}
+
 /// Bias, dropout and residual add: read two tensors and a mask, write one.
 KernelWork residual(const char* name, const Shape& s) {
   return memory_bound(name, s.elementwise_tokens * s.hidden * (3 * s.e + 1));
@@ -259,20 +394,23 @@ double LayerContext::padded_vocab() const {
 std::vector<PassItem> layer_forward(const LayerContext& c) {
   const Shape s(c);
   std::vector<PassItem> items;
-  items.push_back(kernel(norm("attention_norm", s, c.fp8)));
+  layer_norm_forward(items, c, s, "attention_norm", c.fp8);
   region_entry(items, c, s, true, c.fp8);
   linear_forward(items, c, "qkv_projection", Split::column, s.tokens, s.qkv_out, s.hidden, s.e);
+  if (c.eager_layers) {
+    eager_rope(items, s, true);
+    eager_repeat_kv(items, s, "repeat_kv");
+  }
   attention_forward(items, c, s);
+  if (c.eager_layers) eager_output_copy(items, s, "attention_output_contiguous");
   linear_forward(items, c, "attention_output", Split::row, s.tokens, s.hidden, s.hidden / c.tp,
                  s.e);
   region_exit(items, c, s, true);
   items.push_back(kernel(residual("attention_residual", s)));
-  items.push_back(kernel(norm("mlp_norm", s, c.fp8)));
+  layer_norm_forward(items, c, s, "mlp_norm", c.fp8);
   region_entry(items, c, s, true, c.fp8);
   linear_forward(items, c, "mlp_up", Split::column, s.tokens, s.mlp_in_out, s.hidden, s.e);
-  const double activation_passes = c.model.mlp == MlpKind::swiglu ? 3 : 2;
-  items.push_back(kernel(memory_bound(c.model.mlp == MlpKind::swiglu ? "swiglu" : "gelu",
-                                      activation_passes * s.tokens * s.ffn * s.e)));
+  activation_forward(items, c, s);
   linear_forward(items, c, "mlp_down", Split::row, s.tokens, s.hidden, s.ffn, s.e);
   region_exit(items, c, s, true);
   items.push_back(kernel(residual("mlp_residual", s)));
@@ -295,28 +433,28 @@ std::vector<PassItem> layer_backward(const LayerContext& c) {
   for (auto& item : items) {
     if (item.kind == PassItem::Kind::collective) item.name = "recompute_" + item.name;
   }
-  const double activation_passes = c.model.mlp == MlpKind::swiglu ? 3 : 2;
   items.push_back(
       kernel(memory_bound("mlp_residual_backward", 2 * s.elementwise_tokens * s.hidden * s.e)));
   region_exit(items, c, s, false, c.fp8);
   linear_backward(items, c, "mlp_down", Split::row, s.tokens, s.ffn, s.hidden, s.e);
-  items.push_back(
-      kernel(memory_bound(c.model.mlp == MlpKind::swiglu ? "swiglu_backward" : "gelu_backward",
-                          (activation_passes + 1) * s.tokens * s.ffn * s.e)));
+  activation_backward(items, c, s);
   linear_backward(items, c, "mlp_up", Split::column, s.tokens, s.hidden, s.mlp_in_out, s.e);
   region_entry(items, c, s, false);
-  items.push_back(
-      kernel(memory_bound("mlp_norm_backward", 3 * s.elementwise_tokens * s.hidden * s.e)));
+  layer_norm_backward(items, c, s, "mlp_norm");
   items.push_back(kernel(
       memory_bound("attention_residual_backward", 2 * s.elementwise_tokens * s.hidden * s.e)));
   region_exit(items, c, s, false, c.fp8);
   linear_backward(items, c, "attention_output", Split::row, s.tokens, s.hidden / c.tp, s.hidden,
                   s.e);
+  if (c.eager_layers) eager_output_copy(items, s, "attention_output_contiguous_backward");
   attention_backward(items, c, s);
+  if (c.eager_layers) {
+    eager_repeat_kv(items, s, "repeat_kv_backward");
+    eager_rope(items, s, false);
+  }
   linear_backward(items, c, "qkv_projection", Split::column, s.tokens, s.hidden, s.qkv_out, s.e);
   region_entry(items, c, s, false);
-  items.push_back(
-      kernel(memory_bound("attention_norm_backward", 3 * s.elementwise_tokens * s.hidden * s.e)));
+  layer_norm_backward(items, c, s, "attention_norm");
   return items;
 }
 
@@ -344,11 +482,22 @@ std::vector<PassItem> head_forward(const LayerContext& c) {
   const Shape s(c);
   const double vocab = c.padded_vocab() / c.tp;
   std::vector<PassItem> items;
-  items.push_back(kernel(norm("final_norm", s)));
+  if (c.eager_head) {
+    eager_norm_forward(items, "final_norm", s, false);
+  } else {
+    items.push_back(kernel(norm("final_norm", s)));
+  }
   region_entry(items, c, s, true);
   items.push_back(kernel(gemm("output_head", s.tokens, vocab, s.hidden, s.e)));
-  // Vocabulary-parallel cross-entropy on fp32 logits: max, sum of exponentials, target logit.
-  items.push_back(kernel(memory_bound("cross_entropy", s.tokens * vocab * (s.e + 8))));
+  if (c.eager_head) {
+    // torchtitan: `cross_entropy(pred.float(), labels)`; PyTorch's log-softmax over rows longer
+    // than shared memory reads its input three times (max, sum, output).
+    eager_ops(items, "cross_entropy", s.tokens * vocab,
+              {{"logits_to_fp32", s.e + 4}, {"log_softmax", 16}, {"nll_loss", 0}});
+  } else {
+    // Vocabulary-parallel cross-entropy on fp32 logits: max, sum of exponentials, target logit.
+    items.push_back(kernel(memory_bound("cross_entropy", s.tokens * vocab * (s.e + 8))));
+  }
   if (c.tp > 1) {
     // Megatron's vocab-parallel cross-entropy: the logits' maximum, the target logit and the sum
     // of exponentials are all-reduced one after the other, one fp32 value per token each.
@@ -364,13 +513,26 @@ std::vector<PassItem> head_backward(const LayerContext& c) {
   const Shape s(c);
   const double vocab = c.padded_vocab() / c.tp;
   std::vector<PassItem> items;
-  items.push_back(kernel(memory_bound("cross_entropy_backward", s.tokens * vocab * (s.e + 4))));
+  if (c.eager_head) {
+    // The zero-filled gradient of the target logits, log-softmax's backward (a sum, then the
+    // product), the cast back.
+    eager_ops(items, "cross_entropy", s.tokens * vocab,
+              {{"nll_loss_backward", 4},
+               {"log_softmax_backward", 16},
+               {"logits_to_fp32_backward", 4 + s.e}});
+  } else {
+    items.push_back(kernel(memory_bound("cross_entropy_backward", s.tokens * vocab * (s.e + 4))));
+  }
   // The output layer is not a Transformer Engine module (Megatron-Core's ColumnParallelLinear;
   // torchtitan's float8 conversion skips `output`): it stays in the workload's precision.
   linear_backward(items, c, "output_head", Split::column, s.tokens, s.hidden, vocab, s.e, false);
   region_entry(items, c, s, false);
-  items.push_back(
-      kernel(memory_bound("final_norm_backward", 3 * s.elementwise_tokens * s.hidden * s.e)));
+  if (c.eager_head) {
+    eager_norm_backward(items, "final_norm", s);
+  } else {
+    items.push_back(
+        kernel(memory_bound("final_norm_backward", 3 * s.elementwise_tokens * s.hidden * s.e)));
+  }
   return items;
 }
 

@@ -33,6 +33,11 @@ struct LayerContext {
   /// Whether the layers' linear GEMMs run in FP8 (`workload.fp8_gemms`), each input and output
   /// gradient quantized by a kernel of its own.
   bool fp8 = false;
+  /// Element-wise ops as PyTorch eager runs them, one kernel per op of the model's code: in the
+  /// layers without torch.compile (torchtitan's `training.compile` false), and in the final norm
+  /// and loss of every torchtitan job (it compiles only the transformer blocks).
+  bool eager_layers = false;
+  bool eager_head = false;
   /// Whether a pipeline stage sends 1/tp of its activation and the receiver all-gathers it.
   PipelineTransfer pipeline_transfer = PipelineTransfer::full;
 

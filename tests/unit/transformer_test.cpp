@@ -9,6 +9,7 @@
 #include <set>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "collectives/cost_model.hpp"
@@ -301,6 +302,101 @@ TEST_CASE("FP8 layers cast their operands as Transformer Engine does; the head s
         CHECK(op->bytes == (op->op == CollectiveOp::all_gather ? tokens * h : tokens * h * 2));
       }
     }
+  }
+}
+
+/// Bytes and count of the kernels of `items` whose names start with `prefix`.
+std::pair<double, int> kernels_prefixed(const std::vector<PassItem>& items,
+                                        const std::string& prefix) {
+  double bytes = 0;
+  int count = 0;
+  for (const auto& item : items) {
+    if (item.kind == PassItem::Kind::kernel && item.work.name.rfind(prefix, 0) == 0) {
+      bytes += item.work.bytes;
+      ++count;
+    }
+  }
+  return {bytes, count};
+}
+
+TEST_CASE("torchtitan runs element-wise ops as eager kernels; torch.compile fuses the blocks'") {
+  // The small model with SwiGLU and grouped-query attention (4 heads, 2 key/value heads).
+  LayerContext fused = small_context(1);
+  fused.model.mlp = MlpKind::swiglu;
+  fused.model.kv_heads = 2;
+  LayerContext eager = fused;
+  eager.eager_layers = eager.eager_head = true;
+  const double tokens = 64, h = 64, ffn = 256, vocab = 128, e = 2;
+  const double q = tokens * 4 * 16, k = tokens * 2 * 16;
+  const auto forward = layer_forward(eager);
+  const auto backward = layer_backward(eager);
+  // RMSNorm as torchtitan writes it: to fp32, pow, mean, + eps, rsqrt, scale, back, weight.
+  CHECK(kernels_prefixed(forward, "attention_norm_") ==
+        std::pair{tokens * h * ((e + 4) + 8 + 4 + 8 + (4 + e) + 2 * e), 8});
+  CHECK(kernels_prefixed(forward, "mlp_norm_").second == 8);
+  // Its autograd backward: twelve kernels.
+  CHECK(kernels_prefixed(backward, "attention_norm_") ==
+        std::pair{tokens * h * (2 * e + 3 * e + e + (e + 4) + 8 + 12 + 4 + 4 + 12 + 12 + (4 + e)),
+                  12});
+  // Rotary embedding of queries and keys in fp32, three kernels each way per tensor.
+  CHECK(kernels_prefixed(forward, "rope_") == std::pair{(q + k) * ((e + 4) + 8 + (4 + e)), 6});
+  CHECK(kernels_prefixed(backward, "rope_") == std::pair{(q + k) * ((e + 4) + 8 + (4 + e)), 6});
+  // repeat_kv writes keys and values for every query head, reading the grouped ones.
+  CHECK(bytes_named(forward, "repeat_kv") == rel(2 * q * (e + e / 2)));
+  CHECK(bytes_named(backward, "repeat_kv_backward") == rel(2 * q * (e + e / 2)));
+  CHECK(bytes_named(forward, "attention_output_contiguous") == rel(2 * q * e));
+  // silu, then the product; backward: the product's two gradients and silu's.
+  CHECK(kernels_prefixed(forward, "swiglu_") == std::pair{tokens * ffn * 5 * e, 2});
+  CHECK(kernels_prefixed(backward, "swiglu_") == std::pair{tokens * ffn * 9 * e, 3});
+  // Where they run: RoPE and repeat_kv between the projection and the attention kernel, the
+  // copy right after it; in backward the mirror image.
+  CHECK(index_of(forward, "qkv_projection") + 1 == index_of(forward, "rope_q_to_fp32"));
+  CHECK(index_of(forward, "repeat_kv") + 1 == index_of(forward, "flash_attention"));
+  CHECK(index_of(forward, "flash_attention") + 1 ==
+        index_of(forward, "attention_output_contiguous"));
+  CHECK(index_of(backward, "attention_output_contiguous_backward") + 1 ==
+        index_of(backward, "flash_attention_backward"));
+  CHECK(index_of(backward, "flash_attention_backward") + 1 ==
+        index_of(backward, "repeat_kv_backward"));
+  CHECK(index_of(backward, "rope_k_to_fp32_backward") + 1 ==
+        index_of(backward, "qkv_projection_dgrad"));
+  // The same GEMMs and attention as the fused layer.
+  for (KernelClass kind : {KernelClass::gemm, KernelClass::attention}) {
+    CHECK(flops_of(forward, kind) == flops_of(layer_forward(fused), kind));
+    CHECK(flops_of(backward, kind) == flops_of(layer_backward(fused), kind));
+  }
+  // Fused, none of these kernels exist: one norm pass of 2e, one SwiGLU pass of 3e.
+  CHECK(kernels_prefixed(layer_forward(fused), "rope_").second == 0);
+  CHECK(index_of(layer_forward(fused), "repeat_kv") == layer_forward(fused).size());
+  CHECK(bytes_named(layer_forward(fused), "attention_norm") == rel(tokens * h * 2 * e));
+  CHECK(bytes_named(layer_forward(fused), "swiglu") == rel(tokens * ffn * 3 * e));
+
+  SUBCASE("the loss is eager in every torchtitan job: it compiles only the blocks") {
+    LayerContext compiled = fused;
+    compiled.eager_head = true;
+    CHECK(kernels_prefixed(layer_forward(compiled), "attention_norm").second == 1);
+    const auto head = head_forward(compiled);
+    CHECK(kernels_prefixed(head, "final_norm_").second == 8);
+    CHECK(kernels_prefixed(head, "cross_entropy_") ==
+          std::pair{tokens * vocab * ((e + 4) + 16), 3});
+    CHECK(kernels_prefixed(head_backward(compiled), "cross_entropy_") ==
+          std::pair{tokens * vocab * (4 + 16 + (4 + e)), 3});
+    CHECK(kernels_prefixed(head_backward(compiled), "final_norm_").second == 12);
+  }
+  SUBCASE("the framework and parallelism.torch_compile decide") {
+    const std::vector<std::string> titan = {"parallelism.framework=torchtitan",
+                                            "parallelism.data_parallel=fsdp"};
+    const LayerContext titan_eager = layer_context(load_scenario(kTinyGpt, titan));
+    CHECK(titan_eager.eager_layers);
+    CHECK(titan_eager.eager_head);
+    auto with_compile = titan;
+    with_compile.push_back("parallelism.torch_compile=true");
+    const LayerContext titan_compiled = layer_context(load_scenario(kTinyGpt, with_compile));
+    CHECK_FALSE(titan_compiled.eager_layers);
+    CHECK(titan_compiled.eager_head);
+    const LayerContext megatron = layer_context(load_scenario(kTinyGpt, {}));
+    CHECK_FALSE(megatron.eager_layers);
+    CHECK_FALSE(megatron.eager_head);
   }
 }
 
