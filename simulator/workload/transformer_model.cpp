@@ -142,19 +142,18 @@ void eager_norm_backward(std::vector<PassItem>& items, const char* name, const S
              {"to_fp32_backward", 4 + e}});
 }
 
-/// A layer's norm: fused (one pass), or the eager ops.
-void layer_norm_forward(std::vector<PassItem>& items, const LayerContext& c, const Shape& s,
-                        const char* name, bool fp8_output) {
-  if (c.eager_layers) {
+/// A norm: fused (one pass each way), or the eager ops.
+void norm_forward(std::vector<PassItem>& items, const char* name, const Shape& s, bool eager,
+                  bool fp8_output) {
+  if (eager) {
     eager_norm_forward(items, name, s, fp8_output);
   } else {
     items.push_back(kernel(norm(name, s, fp8_output)));
   }
 }
 
-void layer_norm_backward(std::vector<PassItem>& items, const LayerContext& c, const Shape& s,
-                         const char* name) {
-  if (c.eager_layers) {
+void norm_backward(std::vector<PassItem>& items, const char* name, const Shape& s, bool eager) {
+  if (eager) {
     eager_norm_backward(items, name, s);
   } else {
     items.push_back(kernel(
@@ -394,7 +393,7 @@ double LayerContext::padded_vocab() const {
 std::vector<PassItem> layer_forward(const LayerContext& c) {
   const Shape s(c);
   std::vector<PassItem> items;
-  layer_norm_forward(items, c, s, "attention_norm", c.fp8);
+  norm_forward(items, "attention_norm", s, c.eager_layers, c.fp8);
   region_entry(items, c, s, true, c.fp8);
   linear_forward(items, c, "qkv_projection", Split::column, s.tokens, s.qkv_out, s.hidden, s.e);
   if (c.eager_layers) {
@@ -407,7 +406,7 @@ std::vector<PassItem> layer_forward(const LayerContext& c) {
                  s.e);
   region_exit(items, c, s, true);
   items.push_back(kernel(residual("attention_residual", s)));
-  layer_norm_forward(items, c, s, "mlp_norm", c.fp8);
+  norm_forward(items, "mlp_norm", s, c.eager_layers, c.fp8);
   region_entry(items, c, s, true, c.fp8);
   linear_forward(items, c, "mlp_up", Split::column, s.tokens, s.mlp_in_out, s.hidden, s.e);
   activation_forward(items, c, s);
@@ -440,7 +439,7 @@ std::vector<PassItem> layer_backward(const LayerContext& c) {
   activation_backward(items, c, s);
   linear_backward(items, c, "mlp_up", Split::column, s.tokens, s.hidden, s.mlp_in_out, s.e);
   region_entry(items, c, s, false);
-  layer_norm_backward(items, c, s, "mlp_norm");
+  norm_backward(items, "mlp_norm", s, c.eager_layers);
   items.push_back(kernel(
       memory_bound("attention_residual_backward", 2 * s.elementwise_tokens * s.hidden * s.e)));
   region_exit(items, c, s, false, c.fp8);
@@ -454,7 +453,7 @@ std::vector<PassItem> layer_backward(const LayerContext& c) {
   }
   linear_backward(items, c, "qkv_projection", Split::column, s.tokens, s.hidden, s.qkv_out, s.e);
   region_entry(items, c, s, false);
-  layer_norm_backward(items, c, s, "attention_norm");
+  norm_backward(items, "attention_norm", s, c.eager_layers);
   return items;
 }
 
@@ -482,11 +481,7 @@ std::vector<PassItem> head_forward(const LayerContext& c) {
   const Shape s(c);
   const double vocab = c.padded_vocab() / c.tp;
   std::vector<PassItem> items;
-  if (c.eager_head) {
-    eager_norm_forward(items, "final_norm", s, false);
-  } else {
-    items.push_back(kernel(norm("final_norm", s)));
-  }
+  norm_forward(items, "final_norm", s, c.eager_head, false);
   region_entry(items, c, s, true);
   items.push_back(kernel(gemm("output_head", s.tokens, vocab, s.hidden, s.e)));
   if (c.eager_head) {
@@ -527,12 +522,7 @@ std::vector<PassItem> head_backward(const LayerContext& c) {
   // torchtitan's float8 conversion skips `output`): it stays in the workload's precision.
   linear_backward(items, c, "output_head", Split::column, s.tokens, s.hidden, vocab, s.e, false);
   region_entry(items, c, s, false);
-  if (c.eager_head) {
-    eager_norm_backward(items, "final_norm", s);
-  } else {
-    items.push_back(
-        kernel(memory_bound("final_norm_backward", 3 * s.elementwise_tokens * s.hidden * s.e)));
-  }
+  norm_backward(items, "final_norm", s, c.eager_head);
   return items;
 }
 
