@@ -215,6 +215,11 @@ struct TransformerSpec {
 
 enum class WorkloadKind { layer_stack, transformer };
 
+/// How FP8 GEMM operands are scaled: one scale per tensor (Transformer Engine, torchao's
+/// `tensorwise`), or one per row, each operand cast again for each GEMM along that GEMM's axis
+/// (torchao's `rowwise` recipe; docs/frameworks.md).
+enum class Fp8Scaling { tensorwise, rowwise };
+
 /// What is trained: a layer stack (identical layers given by their cost) or a transformer.
 struct WorkloadSpec {
   std::string name;
@@ -224,7 +229,8 @@ struct WorkloadSpec {
   double forward_flops_per_sample_per_layer = 0;  ///< layer_stack, flop
   TransformerSpec model;                          ///< transformer
   Precision precision = Precision::bf16;
-  bool fp8_gemms = false;    ///< transformer: the layers' linear GEMMs in FP8, with their casts
+  bool fp8_gemms = false;  ///< transformer: the layers' linear GEMMs in FP8, with their casts
+  Fp8Scaling fp8_scaling = Fp8Scaling::tensorwise;  ///< with fp8_gemms
   int64_t global_batch = 0;  ///< samples per training step, over all data-parallel replicas
   int64_t microbatch = 1;    ///< samples per forward/backward pass
 };

@@ -315,6 +315,22 @@ enum class Split { column, row };
 /// Whether sequence parallelism all-gathers a column layer's input and a row layer's gradient.
 bool gathered(const LayerContext& c) { return c.sequence_parallel && c.tp > 1; }
 
+/// Whether the layers cast to FP8 per tensor, as above: norms write FP8 for the column layers,
+/// and tensor-parallel all-gathers move FP8.
+bool fp8_tensorwise(const LayerContext& c) { return c.fp8 && !c.fp8_rowwise; }
+
+// torchao's rowwise recipe (pytorch/ao `torchao/float8/float8_linear.py`, the axiswise path of
+// `Float8Linear.forward`; docs/frameworks.md) saves the layer's bf16 input and weight for
+// backward and casts every GEMM operand from them, scaled along the axis the GEMM keeps: the
+// input and the weight for the output, the output gradient and the weight again (other axis)
+// for dgrad, the output gradient and the input again (along the tokens) for wgrad.
+
+/// An axiswise cast of `elements` from bf16: along the contiguous axis one kernel reads e bytes
+/// and writes 1; along the other the amax is a reduction kernel of its own (2e + 1).
+KernelWork axiswise_cast(std::string name, double elements, double e, bool contiguous_axis) {
+  return memory_bound(std::move(name), elements * ((contiguous_axis ? 1 : 2) * e + 1));
+}
+
 /// A cast to FP8 of `elements`: e bytes read, one 1-byte copy written, two with `transposed`.
 KernelWork cast(std::string name, double elements, double e, bool transposed) {
   return memory_bound(std::move(name), elements * (e + (transposed ? 2 : 1)));
@@ -334,11 +350,15 @@ KernelWork linear_gemm(std::string name, double m, double n, double k, double e)
 
 /// Forward of a transformer layer's linear layer, tokens x in -> tokens x out. In FP8 a row
 /// layer's input is cast first; under sequence parallelism without the transposed copy, which
-/// the backward pass makes.
+/// the backward pass makes. Rowwise, the input and the weight are cast before every layer.
 void linear_forward(std::vector<PassItem>& items, const LayerContext& c, const char* name,
                     Split split, double tokens, double out, double in, double e) {
-  if (c.fp8 && split == Split::row) {
-    items.push_back(kernel(cast(std::string(name) + "_quantize", tokens * in, e, !gathered(c))));
+  const std::string prefix = name;
+  if (c.fp8_rowwise) {
+    items.push_back(kernel(axiswise_cast(prefix + "_quantize", tokens * in, e, true)));
+    items.push_back(kernel(axiswise_cast(prefix + "_weight_quantize", out * in, e, true)));
+  } else if (c.fp8 && split == Split::row) {
+    items.push_back(kernel(cast(prefix + "_quantize", tokens * in, e, !gathered(c))));
   }
   items.push_back(kernel(linear_gemm(name, tokens, out, in, e)));
 }
@@ -347,12 +367,22 @@ void linear_forward(std::vector<PassItem>& items, const LayerContext& c, const c
 /// transformer layer's (`fp8_eligible`) runs in FP8 with the workload's fp8_gemms: its output
 /// gradient is cast first (a gathered one on the rank's shard, before the all-gather that the
 /// region just queued, so that the gather stays next to the GEMM that consumes it), and the
-/// operands of the weight gradient that have no transposed copy get one before it.
+/// operands of the weight gradient that have no transposed copy get one before it. Rowwise, each
+/// GEMM's two operands are cast from bf16 right before it.
 void linear_backward(std::vector<PassItem>& items, const LayerContext& c, const char* name,
                      Split split, double tokens, double in, double out, double e,
                      bool fp8_eligible = true) {
   const bool fp8 = c.fp8 && fp8_eligible;
   const std::string prefix = name;
+  if (fp8 && c.fp8_rowwise) {
+    items.push_back(kernel(axiswise_cast(prefix + "_grad_quantize", tokens * out, e, true)));
+    items.push_back(kernel(axiswise_cast(prefix + "_weight_quantize_t", out * in, e, false)));
+    items.push_back(kernel(linear_gemm(prefix + "_dgrad", tokens, in, out, e)));
+    items.push_back(kernel(axiswise_cast(prefix + "_grad_quantize_t", tokens * out, e, false)));
+    items.push_back(kernel(axiswise_cast(prefix + "_input_quantize_t", tokens * in, e, false)));
+    items.push_back(kernel(linear_gemm(prefix + "_wgrad", in, out, tokens, e)));
+    return;
+  }
   const bool gathered_grad = split == Split::row && gathered(c);
   if (fp8 && gathered_grad) {
     auto at = items.end();
@@ -393,8 +423,8 @@ double LayerContext::padded_vocab() const {
 std::vector<PassItem> layer_forward(const LayerContext& c) {
   const Shape s(c);
   std::vector<PassItem> items;
-  norm_forward(items, "attention_norm", s, c.eager_layers, c.fp8);
-  region_entry(items, c, s, true, c.fp8);
+  norm_forward(items, "attention_norm", s, c.eager_layers, fp8_tensorwise(c));
+  region_entry(items, c, s, true, fp8_tensorwise(c));
   linear_forward(items, c, "qkv_projection", Split::column, s.tokens, s.qkv_out, s.hidden, s.e);
   if (c.eager_layers) {
     eager_rope(items, s, true);
@@ -406,8 +436,8 @@ std::vector<PassItem> layer_forward(const LayerContext& c) {
                  s.e);
   region_exit(items, c, s, true);
   items.push_back(kernel(residual("attention_residual", s)));
-  norm_forward(items, "mlp_norm", s, c.eager_layers, c.fp8);
-  region_entry(items, c, s, true, c.fp8);
+  norm_forward(items, "mlp_norm", s, c.eager_layers, fp8_tensorwise(c));
+  region_entry(items, c, s, true, fp8_tensorwise(c));
   linear_forward(items, c, "mlp_up", Split::column, s.tokens, s.mlp_in_out, s.hidden, s.e);
   activation_forward(items, c, s);
   linear_forward(items, c, "mlp_down", Split::row, s.tokens, s.hidden, s.ffn, s.e);
@@ -434,7 +464,7 @@ std::vector<PassItem> layer_backward(const LayerContext& c) {
   }
   items.push_back(
       kernel(memory_bound("mlp_residual_backward", 2 * s.elementwise_tokens * s.hidden * s.e)));
-  region_exit(items, c, s, false, c.fp8);
+  region_exit(items, c, s, false, fp8_tensorwise(c));
   linear_backward(items, c, "mlp_down", Split::row, s.tokens, s.ffn, s.hidden, s.e);
   activation_backward(items, c, s);
   linear_backward(items, c, "mlp_up", Split::column, s.tokens, s.hidden, s.mlp_in_out, s.e);
@@ -442,7 +472,7 @@ std::vector<PassItem> layer_backward(const LayerContext& c) {
   norm_backward(items, "mlp_norm", s, c.eager_layers);
   items.push_back(kernel(
       memory_bound("attention_residual_backward", 2 * s.elementwise_tokens * s.hidden * s.e)));
-  region_exit(items, c, s, false, c.fp8);
+  region_exit(items, c, s, false, fp8_tensorwise(c));
   linear_backward(items, c, "attention_output", Split::row, s.tokens, s.hidden / c.tp, s.hidden,
                   s.e);
   if (c.eager_layers) eager_output_copy(items, s, "attention_output_contiguous_backward");

@@ -33,6 +33,9 @@ struct LayerContext {
   /// Whether the layers' linear GEMMs run in FP8 (`workload.fp8_gemms`), each input and output
   /// gradient quantized by a kernel of its own.
   bool fp8 = false;
+  /// With fp8: torchao's rowwise scaling. Each GEMM casts its operands from their bf16 copies
+  /// along its own axis (six casts a linear layer), and tensor-parallel gathers move bf16.
+  bool fp8_rowwise = false;
   /// Element-wise ops as PyTorch eager runs them, one kernel per op of the model's code: in the
   /// layers without torch.compile (torchtitan's `training.compile` false), and in the final norm
   /// and loss of every torchtitan job (it compiles only the transformer blocks).

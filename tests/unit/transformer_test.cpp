@@ -305,6 +305,86 @@ TEST_CASE("FP8 layers cast their operands as Transformer Engine does; the head s
   }
 }
 
+TEST_CASE("rowwise FP8 casts every GEMM operand from bf16 along the GEMM's axis (torchao)") {
+  WorkloadSpec workload;
+  workload.precision = Precision::bf16;
+  workload.fp8_gemms = true;
+  const double tokens = 64, h = 64, qkv = 192, ffn = 256;
+  // Per linear layer (tokens x in -> out, weight out x in), e = 2: along the contiguous axis a
+  // cast reads 2 bytes and writes 1; along the other it reads twice (5 bytes an element).
+  auto check = [&](const LayerContext& c, double shard) {
+    CAPTURE(shard);
+    const double q = qkv / shard, f = ffn / shard, row_in = h / shard;
+    const auto forward = layer_forward(c);
+    const auto backward = layer_backward(c);
+    // The norms write bf16: no FP8 output for the column layers.
+    const double norm_tokens = c.sequence_parallel ? tokens / 2 : tokens;
+    CHECK(bytes_named(forward, "attention_norm") == rel(norm_tokens * h * (2 + 2)));
+    CHECK(bytes_named(forward, "mlp_norm") == rel(norm_tokens * h * (2 + 2)));
+    CHECK(bytes_named(forward, "_weight_quantize") ==
+          rel((q * h + h * row_in + f * h + h * f) * 3));
+    CHECK(bytes_named(forward, "_quantize") - bytes_named(forward, "_weight_quantize") ==
+          rel(tokens * (h + row_in + h + f) * 3));
+    CHECK(bytes_named(backward, "_grad_quantize") == rel(tokens * (q + h + f + h) * 3));
+    CHECK(bytes_named(backward, "_weight_quantize_t") ==
+          rel((q * h + h * row_in + f * h + h * f) * 5));
+    CHECK(bytes_named(backward, "_grad_quantize_t") == rel(tokens * (q + h + f + h) * 5));
+    CHECK(bytes_named(backward, "_input_quantize_t") == rel(tokens * (h + row_in + h + f) * 5));
+    CHECK(bytes_named(backward, "_transpose") == 0.0);
+    // Each GEMM right after its own operands' casts.
+    for (const char* layer : {"qkv_projection", "attention_output", "mlp_up", "mlp_down"}) {
+      CAPTURE(layer);
+      const std::string name = layer;
+      CHECK(index_of(forward, name + "_weight_quantize") + 1 == index_of(forward, name));
+      CHECK(index_of(forward, name + "_quantize") + 2 == index_of(forward, name));
+      CHECK(index_of(backward, name + "_grad_quantize") + 2 == index_of(backward, name + "_dgrad"));
+      CHECK(index_of(backward, name + "_weight_quantize_t") + 1 ==
+            index_of(backward, name + "_dgrad"));
+      CHECK(index_of(backward, name + "_input_quantize_t") + 1 ==
+            index_of(backward, name + "_wgrad"));
+      CHECK(index_of(backward, name + "_grad_quantize_t") + 2 ==
+            index_of(backward, name + "_wgrad"));
+    }
+    // Every layer GEMM in fp8.
+    for (const auto& items : {forward, backward}) {
+      for (const auto& item : items) {
+        if (item.kind == PassItem::Kind::kernel && item.work.kernel_class == KernelClass::gemm) {
+          CHECK(kernel_precision(item.work, workload) == Precision::fp8);
+        }
+      }
+    }
+    return std::make_pair(forward, backward);
+  };
+  SUBCASE("without tensor parallelism") {
+    LayerContext c = small_context(1);
+    c.fp8 = c.fp8_rowwise = true;
+    check(c, 1);
+  }
+  SUBCASE("tensor and sequence parallelism: the gathers move bf16, the casts run on them") {
+    LayerContext c = small_context(2, true);
+    c.fp8 = c.fp8_rowwise = true;
+    const auto [forward, backward] = check(c, 2);
+    int gathers = 0;
+    for (const auto& items : {forward, backward}) {
+      for (const PassItem* op : collectives_of(items)) {
+        CHECK(op->bytes == tokens * h * 2);
+        gathers += op->op == CollectiveOp::all_gather;
+      }
+    }
+    CHECK(gathers == 4);
+  }
+  SUBCASE("the loader: tensorwise unless fp8_scaling says rowwise") {
+    Scenario s;
+    s.workload.model = small_model();
+    s.workload.fp8_gemms = true;
+    CHECK_FALSE(layer_context(s).fp8_rowwise);
+    s.workload.fp8_scaling = Fp8Scaling::rowwise;
+    CHECK(layer_context(s).fp8_rowwise);
+    s.workload.fp8_gemms = false;
+    CHECK_FALSE(layer_context(s).fp8_rowwise);
+  }
+}
+
 /// Bytes and count of the kernels of `items` whose names start with `prefix`.
 std::pair<double, int> kernels_prefixed(const std::vector<PassItem>& items,
                                         const std::string& prefix) {
