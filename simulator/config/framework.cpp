@@ -15,10 +15,9 @@ FrameworkPreset megatron_lm() {
   f.order = {PD::tp, PD::cp, PD::dp, PD::pp};  // Megatron-Core's "tp-cp-ep-dp-pp"
   f.data_parallel_modes = {DP::ddp, DP::zero1, DP::fsdp};
   f.pipeline_transfers = {PipelineTransfer::full};
-  f.blocking_pipeline_sends = true;      // batched isend/irecv, waited for
-  f.blocking_interleaved_sends = false;  // overlap_p2p_comm with the interleaved schedule
-  f.reduce_16bit_in_fp32 = true;         // accumulate_allreduce_grads_in_fp32 for bf16
-  f.buckets_on_every_stage = false;      // bucketing only on pp rank 0, first chunk
+  f.blocking_pipeline_sends = true;  // batched isend/irecv, waited for
+  f.reduce_16bit_in_fp32 = true;     // accumulate_allreduce_grads_in_fp32 for bf16
+  f.buckets_on_every_stage = false;  // bucketing only on pp rank 0, first chunk
   f.bucket_elements = 40e6;
   f.bucket_elements_per_rank = 1e6;
   f.has_tp_comm_overlap = true;  // Transformer Engine userbuffers
@@ -34,8 +33,7 @@ FrameworkPreset megatron_deepspeed() {
   f.data_parallel_modes = {DP::ddp, DP::zero1, DP::zero2, DP::fsdp};
   f.pipeline_transfers = {PipelineTransfer::scatter_gather, PipelineTransfer::full};
   f.blocking_pipeline_sends = true;  // DeepSpeed's pipeline engine: dist.send / dist.recv
-  f.blocking_interleaved_sends = true;
-  f.bucket_elements = 5e8;  // MEMORY_OPT_ALLREDUCE_SIZE, reduce_bucket_size
+  f.bucket_elements = 5e8;           // MEMORY_OPT_ALLREDUCE_SIZE, reduce_bucket_size
   f.host = {72.28e-6, 72.28e-6, 0};
   return f;
 }
@@ -48,7 +46,6 @@ FrameworkPreset torchtitan() {
   f.data_parallel_modes = {DP::fsdp, DP::ddp};
   f.pipeline_transfers = {PipelineTransfer::full};
   f.blocking_pipeline_sends = true;
-  f.blocking_interleaved_sends = true;
   f.sequence_parallel = true;        // enable_sequence_parallel
   f.overlap_gradient_reduce = true;  // torch DDP reduces buckets during the backward pass
   f.reduce_16bit_in_fp32 = true;     // mixed_precision_reduce = float32
@@ -57,8 +54,9 @@ FrameworkPreset torchtitan() {
   f.reshard_after_forward = true;  // "default": not pp_enabled
   f.reshard_after_forward_with_pp = false;
   f.has_hsdp = true;
-  f.has_tp_comm_overlap = true;  // async TP
-  f.eager_elementwise = true;    // training.compile = false
+  f.has_tp_comm_overlap = true;            // async TP
+  f.eager_elementwise = true;              // training.compile = false
+  f.fp8_scaling = Fp8Scaling::tensorwise;  // torchao Float8Linear's default recipe
   f.host = {8e-6, 8e-6, 0};
   return f;
 }

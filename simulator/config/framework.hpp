@@ -17,8 +17,7 @@ struct FrameworkPreset {
   std::vector<DataParallelKind> data_parallel_modes;  ///< the first is the default
   std::vector<PipelineTransfer> pipeline_transfers;   ///< the first is the default
   bool blocking_pipeline_sends = true;                ///< 1F1B and GPipe
-  bool blocking_interleaved_sends = true;  ///< the interleaved schedule (Megatron overlaps it)
-  bool sequence_parallel = false;          ///< default when tp > 1
+  bool sequence_parallel = false;                     ///< default when tp > 1
   bool overlap_gradient_reduce = false;
   bool overlap_param_gather = false;
   /// Gradients of a 16-bit model reduced in fp32 (else in the workload precision).
@@ -37,6 +36,8 @@ struct FrameworkPreset {
   /// `torch_compile` fuses those of the transformer blocks; else as fused kernels (Transformer
   /// Engine's, Apex's, Megatron's).
   bool eager_elementwise = false;
+  /// FP8 scaling unless `workload.fp8_scaling` says otherwise.
+  Fp8Scaling fp8_scaling = Fp8Scaling::delayed;
   HostSpec host;  ///< fitted host costs (docs/frameworks.md)
 };
 

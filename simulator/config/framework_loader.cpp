@@ -55,11 +55,20 @@ void read_framework_mechanics(MapReader& p, Scenario& s) {
                        framework));
   }
 
-  par.blocking_pipeline_sends = par.schedule == PipelineSchedule::interleaved
-                                    ? f.blocking_interleaved_sends
-                                    : f.blocking_pipeline_sends;
+  // The interleaved schedule's sends are asynchronous in every framework: prismsim's blocking
+  // send, waited for with the receive right after it, deadlocks there (two neighbouring stages
+  // each wait for the other to take its send), where Megatron without overlap_p2p_comm and
+  // PyTorch's pipelining post each exchange's sends and receives as one batch (docs/frameworks.md).
+  const bool interleaved = par.schedule == PipelineSchedule::interleaved;
+  par.blocking_pipeline_sends = !interleaved && f.blocking_pipeline_sends;
   if (auto sends = p.choice("pipeline_sends", false, {"async", "blocking"})) {
     par.blocking_pipeline_sends = *sends == 1;
+    if (par.blocking_pipeline_sends && interleaved) {
+      refuse(p, "pipeline_sends",
+             "the interleaved schedule's sends are async: blocking sends, which prismsim waits "
+             "for with the next receive only, would deadlock it (batched exchanges are not "
+             "modelled)");
+    }
   }
 
   par.overlap_param_gather = f.overlap_param_gather;

@@ -2,6 +2,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -215,10 +216,11 @@ struct TransformerSpec {
 
 enum class WorkloadKind { layer_stack, transformer };
 
-/// How FP8 GEMM operands are scaled: one scale per tensor (Transformer Engine, torchao's
-/// `tensorwise`), or one per row, each operand cast again for each GEMM along that GEMM's axis
-/// (torchao's `rowwise` recipe; docs/frameworks.md).
-enum class Fp8Scaling { tensorwise, rowwise };
+/// How FP8 GEMM operands are scaled (docs/frameworks.md): one scale per tensor from the amax of
+/// earlier steps (Transformer Engine's DelayedScaling: no pass of its own), one per tensor from
+/// the tensor itself (torchao's `tensorwise`: an amax read before each cast), or one per row,
+/// each operand cast again for each GEMM along that GEMM's axis (torchao's `rowwise`).
+enum class Fp8Scaling { delayed, tensorwise, rowwise };
 
 /// What is trained: a layer stack (identical layers given by their cost) or a transformer.
 struct WorkloadSpec {
@@ -230,7 +232,7 @@ struct WorkloadSpec {
   TransformerSpec model;                          ///< transformer
   Precision precision = Precision::bf16;
   bool fp8_gemms = false;  ///< transformer: the layers' linear GEMMs in FP8, with their casts
-  Fp8Scaling fp8_scaling = Fp8Scaling::tensorwise;  ///< with fp8_gemms
+  std::optional<Fp8Scaling> fp8_scaling;  ///< with fp8_gemms; unset: the framework's
   int64_t global_batch = 0;  ///< samples per training step, over all data-parallel replicas
   int64_t microbatch = 1;    ///< samples per forward/backward pass
 };

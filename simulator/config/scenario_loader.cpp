@@ -409,7 +409,7 @@ WorkloadSpec read_workload(const ConfigNode& node, Diagnostics& diags) {
     workload.model = read_model(r);
     workload.layers = workload.model.layers;
     assign(workload.fp8_gemms, r.boolean("fp8_gemms", false));
-    if (auto scaling = r.choice("fp8_scaling", false, {"tensorwise", "rowwise"})) {
+    if (auto scaling = r.choice("fp8_scaling", false, {"delayed", "tensorwise", "rowwise"})) {
       workload.fp8_scaling = static_cast<Fp8Scaling>(*scaling);
     }
   }
@@ -757,12 +757,12 @@ void check_transformer(const ConfigNode& root, const Scenario& s, Diagnostics& d
         loc_of(root, "workload.fp8_gemms"),
         fmt::format("platform '{}' gives no peak_flops for precision 'fp8'", s.platform.name));
   }
-  if (w.fp8_scaling == Fp8Scaling::rowwise) {
+  if (w.fp8_scaling) {
     const SourceLoc scaling_at = loc_of(root, "workload.fp8_scaling");
     if (!w.fp8_gemms) {
-      diags.error(scaling_at,
-                  "fp8_scaling: rowwise scales FP8 GEMMs; it needs 'workload.fp8_gemms: true'");
-    } else if (s.parallelism.framework != Framework::torchtitan) {
+      diags.error(scaling_at, "fp8_scaling scales FP8 GEMMs; it needs 'workload.fp8_gemms: true'");
+    } else if (*w.fp8_scaling == Fp8Scaling::rowwise &&
+               s.parallelism.framework != Framework::torchtitan) {
       diags.error(scaling_at,
                   fmt::format("framework '{}' scales FP8 per tensor (Transformer Engine); "
                               "rowwise is torchao's float8 recipe (framework: torchtitan)",

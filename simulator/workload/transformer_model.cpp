@@ -315,9 +315,13 @@ enum class Split { column, row };
 /// Whether sequence parallelism all-gathers a column layer's input and a row layer's gradient.
 bool gathered(const LayerContext& c) { return c.sequence_parallel && c.tp > 1; }
 
-/// Whether the layers cast to FP8 per tensor, as above: norms write FP8 for the column layers,
-/// and tensor-parallel all-gathers move FP8.
+/// Whether the layers cast to FP8 per tensor, as above: tensor-parallel all-gathers move FP8.
 bool fp8_tensorwise(const LayerContext& c) { return c.fp8 && !c.fp8_rowwise; }
+
+/// Whether the norms write FP8 for the column layers: only with delayed scaling, whose scale is
+/// known before the tensor is. With the current tensor's amax (torchao's tensorwise), the norm
+/// writes bf16 and a cast follows it.
+bool norm_writes_fp8(const LayerContext& c) { return fp8_tensorwise(c) && !c.fp8_amax; }
 
 // torchao's rowwise recipe (pytorch/ao `torchao/float8/float8_linear.py`, the axiswise path of
 // `Float8Linear.forward`; docs/frameworks.md) saves the layer's bf16 input and weight for
@@ -331,9 +335,11 @@ KernelWork axiswise_cast(std::string name, double elements, double e, bool conti
   return memory_bound(std::move(name), elements * ((contiguous_axis ? 1 : 2) * e + 1));
 }
 
-/// A cast to FP8 of `elements`: e bytes read, one 1-byte copy written, two with `transposed`.
-KernelWork cast(std::string name, double elements, double e, bool transposed) {
-  return memory_bound(std::move(name), elements * (e + (transposed ? 2 : 1)));
+/// A cast to FP8 of `elements`: e bytes read, one 1-byte copy written, two with `transposed`;
+/// with `amax`, e bytes more for the amax reduction over the tensor that gives its scale
+/// (charged to the cast: torch.compile may fuse it into the producer).
+KernelWork cast(std::string name, double elements, double e, bool transposed, bool amax) {
+  return memory_bound(std::move(name), elements * (e + (transposed ? 2 : 1) + (amax ? e : 0)));
 }
 
 /// The transposed FP8 copy of an operand: one byte read and one written an element.
@@ -358,7 +364,7 @@ void linear_forward(std::vector<PassItem>& items, const LayerContext& c, const c
     items.push_back(kernel(axiswise_cast(prefix + "_quantize", tokens * in, e, true)));
     items.push_back(kernel(axiswise_cast(prefix + "_weight_quantize", out * in, e, true)));
   } else if (c.fp8 && split == Split::row) {
-    items.push_back(kernel(cast(prefix + "_quantize", tokens * in, e, !gathered(c))));
+    items.push_back(kernel(cast(prefix + "_quantize", tokens * in, e, !gathered(c), c.fp8_amax)));
   }
   items.push_back(kernel(linear_gemm(name, tokens, out, in, e)));
 }
@@ -390,9 +396,10 @@ void linear_backward(std::vector<PassItem>& items, const LayerContext& c, const 
         items.back().op == CollectiveOp::all_gather) {
       --at;
     }
-    items.insert(at, kernel(cast(prefix + "_grad_quantize", tokens * out / c.tp, e, false)));
+    items.insert(
+        at, kernel(cast(prefix + "_grad_quantize", tokens * out / c.tp, e, false, c.fp8_amax)));
   } else if (fp8) {
-    items.push_back(kernel(cast(prefix + "_grad_quantize", tokens * out, e, true)));
+    items.push_back(kernel(cast(prefix + "_grad_quantize", tokens * out, e, true, c.fp8_amax)));
   }
   KernelWork dgrad = gemm(prefix + "_dgrad", tokens, in, out, e);
   KernelWork wgrad = gemm(prefix + "_wgrad", in, out, tokens, e);
@@ -406,6 +413,16 @@ void linear_backward(std::vector<PassItem>& items, const LayerContext& c, const 
     items.push_back(kernel(transpose(prefix + "_grad_transpose", tokens * out)));
   }
   items.push_back(kernel(std::move(wgrad)));
+}
+
+/// With the current tensor's amax, a column layer's input (the norm's bf16 output) is cast on
+/// its own, on the rank's shard before a sequence-parallel gather; the transposed copy comes
+/// before the weight gradient, as with delayed scaling.
+void column_input_cast(std::vector<PassItem>& items, const LayerContext& c, const Shape& s,
+                       const char* linear) {
+  if (!fp8_tensorwise(c) || !c.fp8_amax) return;
+  items.push_back(kernel(
+      cast(std::string(linear) + "_quantize", s.elementwise_tokens * s.hidden, s.e, false, true)));
 }
 
 }  // namespace
@@ -423,7 +440,8 @@ double LayerContext::padded_vocab() const {
 std::vector<PassItem> layer_forward(const LayerContext& c) {
   const Shape s(c);
   std::vector<PassItem> items;
-  norm_forward(items, "attention_norm", s, c.eager_layers, fp8_tensorwise(c));
+  norm_forward(items, "attention_norm", s, c.eager_layers, norm_writes_fp8(c));
+  column_input_cast(items, c, s, "qkv_projection");
   region_entry(items, c, s, true, fp8_tensorwise(c));
   linear_forward(items, c, "qkv_projection", Split::column, s.tokens, s.qkv_out, s.hidden, s.e);
   if (c.eager_layers) {
@@ -436,7 +454,8 @@ std::vector<PassItem> layer_forward(const LayerContext& c) {
                  s.e);
   region_exit(items, c, s, true);
   items.push_back(kernel(residual("attention_residual", s)));
-  norm_forward(items, "mlp_norm", s, c.eager_layers, fp8_tensorwise(c));
+  norm_forward(items, "mlp_norm", s, c.eager_layers, norm_writes_fp8(c));
+  column_input_cast(items, c, s, "mlp_up");
   region_entry(items, c, s, true, fp8_tensorwise(c));
   linear_forward(items, c, "mlp_up", Split::column, s.tokens, s.mlp_in_out, s.hidden, s.e);
   activation_forward(items, c, s);

@@ -36,6 +36,9 @@ struct LayerContext {
   /// With fp8: torchao's rowwise scaling. Each GEMM casts its operands from their bf16 copies
   /// along its own axis (six casts a linear layer), and tensor-parallel gathers move bf16.
   bool fp8_rowwise = false;
+  /// With fp8 and per-tensor scales: each cast reads its tensor once more for the amax first
+  /// (the scale of the current tensor, torchao's tensorwise), so the norms cannot write FP8.
+  bool fp8_amax = false;
   /// Element-wise ops as PyTorch eager runs them, one kernel per op of the model's code: in the
   /// layers without torch.compile (torchtitan's `training.compile` false), and in the final norm
   /// and loss of every torchtitan job (it compiles only the transformer blocks).

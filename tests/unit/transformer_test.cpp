@@ -305,6 +305,54 @@ TEST_CASE("FP8 layers cast their operands as Transformer Engine does; the head s
   }
 }
 
+TEST_CASE("tensorwise FP8 reads each cast tensor once more for its amax; norms write bf16") {
+  const double tokens = 64, h = 64, qkv = 192, ffn = 256;
+  SUBCASE("without tensor parallelism") {
+    LayerContext c = small_context(1);
+    c.fp8 = c.fp8_amax = true;
+    const auto forward = layer_forward(c);
+    CHECK(bytes_named(forward, "attention_norm") == rel(tokens * h * (2 + 2)));
+    CHECK(bytes_named(forward, "mlp_norm") == rel(tokens * h * (2 + 2)));
+    // Column layers: amax (e) and cast (e + 1) of the norm's output, right after the norm.
+    CHECK(bytes_named(forward, "qkv_projection_quantize") == rel(tokens * h * 5));
+    CHECK(bytes_named(forward, "mlp_up_quantize") == rel(tokens * h * 5));
+    CHECK(index_of(forward, "attention_norm") + 1 == index_of(forward, "qkv_projection_quantize"));
+    // Row layers: amax, and the cast with its transposed copy (e + 2).
+    CHECK(bytes_named(forward, "attention_output_quantize") == rel(tokens * h * 6));
+    CHECK(bytes_named(forward, "mlp_down_quantize") == rel(tokens * ffn * 6));
+    const auto backward = layer_backward(c);
+    CHECK(bytes_named(backward, "_grad_quantize") == rel(tokens * (qkv + h + ffn + h) * 6));
+    CHECK(bytes_named(backward, "_input_transpose") == rel(tokens * (h + h) * 2));
+  }
+  SUBCASE("with sequence parallelism: the shard is cast, then gathered in FP8") {
+    LayerContext c = small_context(2, true);
+    c.fp8 = c.fp8_amax = true;
+    const auto forward = layer_forward(c);
+    CHECK(bytes_named(forward, "qkv_projection_quantize") == rel(tokens / 2 * h * 5));
+    const size_t cast = index_of(forward, "qkv_projection_quantize");
+    REQUIRE(cast + 2 < forward.size());
+    CHECK(forward[cast + 1].kind == PassItem::Kind::collective);
+    CHECK(forward[cast + 1].bytes == tokens * h);
+    const auto backward = layer_backward(c);
+    // Gathered gradients (attention output, MLP down) on their shard; the others whole.
+    CHECK(bytes_named(backward, "_grad_quantize") ==
+          rel(2 * tokens / 2 * h * 5 + tokens * (qkv / 2 + ffn / 2) * 6));
+  }
+  SUBCASE("the loader: torchtitan (torchao) scales per tensor, Megatron delays the scale") {
+    Scenario s;
+    s.workload.model = small_model();
+    s.workload.fp8_gemms = true;
+    CHECK_FALSE(layer_context(s).fp8_amax);
+    s.parallelism.framework = Framework::torchtitan;
+    CHECK(layer_context(s).fp8_amax);
+    s.workload.fp8_scaling = Fp8Scaling::delayed;
+    CHECK_FALSE(layer_context(s).fp8_amax);
+    s.workload.fp8_gemms = false;
+    s.workload.fp8_scaling.reset();
+    CHECK_FALSE(layer_context(s).fp8_amax);
+  }
+}
+
 TEST_CASE("rowwise FP8 casts every GEMM operand from bf16 along the GEMM's axis (torchao)") {
   WorkloadSpec workload;
   workload.precision = Precision::bf16;
@@ -373,13 +421,14 @@ TEST_CASE("rowwise FP8 casts every GEMM operand from bf16 along the GEMM's axis 
     }
     CHECK(gathers == 4);
   }
-  SUBCASE("the loader: tensorwise unless fp8_scaling says rowwise") {
+  SUBCASE("the loader: rowwise only when fp8_scaling says so") {
     Scenario s;
     s.workload.model = small_model();
     s.workload.fp8_gemms = true;
     CHECK_FALSE(layer_context(s).fp8_rowwise);
     s.workload.fp8_scaling = Fp8Scaling::rowwise;
     CHECK(layer_context(s).fp8_rowwise);
+    CHECK_FALSE(layer_context(s).fp8_amax);
     s.workload.fp8_gemms = false;
     CHECK_FALSE(layer_context(s).fp8_rowwise);
   }
