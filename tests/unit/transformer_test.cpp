@@ -338,18 +338,24 @@ TEST_CASE("tensorwise FP8 reads each cast tensor once more for its amax; norms w
     CHECK(bytes_named(backward, "_grad_quantize") ==
           rel(2 * tokens / 2 * h * 5 + tokens * (qkv / 2 + ffn / 2) * 6));
   }
-  SUBCASE("the loader: torchtitan (torchao) scales per tensor, Megatron delays the scale") {
+  SUBCASE("the loader: torchtitan (torchao) scales per tensor, Megatron delays; rowwise if set") {
     Scenario s;
     s.workload.model = small_model();
     s.workload.fp8_gemms = true;
-    CHECK_FALSE(layer_context(s).fp8_amax);
+    auto scaling = [&] {
+      const LayerContext c = layer_context(s);
+      return std::make_pair(c.fp8_amax, c.fp8_rowwise);
+    };
+    CHECK(scaling() == std::make_pair(false, false));
     s.parallelism.framework = Framework::torchtitan;
-    CHECK(layer_context(s).fp8_amax);
+    CHECK(scaling() == std::make_pair(true, false));
+    s.workload.fp8_scaling = Fp8Scaling::rowwise;
+    CHECK(scaling() == std::make_pair(false, true));
     s.workload.fp8_scaling = Fp8Scaling::delayed;
-    CHECK_FALSE(layer_context(s).fp8_amax);
+    CHECK(scaling() == std::make_pair(false, false));
     s.workload.fp8_gemms = false;
-    s.workload.fp8_scaling.reset();
-    CHECK_FALSE(layer_context(s).fp8_amax);
+    s.workload.fp8_scaling = Fp8Scaling::rowwise;
+    CHECK(scaling() == std::make_pair(false, false));
   }
 }
 
@@ -420,17 +426,6 @@ TEST_CASE("rowwise FP8 casts every GEMM operand from bf16 along the GEMM's axis 
       }
     }
     CHECK(gathers == 4);
-  }
-  SUBCASE("the loader: rowwise only when fp8_scaling says so") {
-    Scenario s;
-    s.workload.model = small_model();
-    s.workload.fp8_gemms = true;
-    CHECK_FALSE(layer_context(s).fp8_rowwise);
-    s.workload.fp8_scaling = Fp8Scaling::rowwise;
-    CHECK(layer_context(s).fp8_rowwise);
-    CHECK_FALSE(layer_context(s).fp8_amax);
-    s.workload.fp8_gemms = false;
-    CHECK_FALSE(layer_context(s).fp8_rowwise);
   }
 }
 
