@@ -36,8 +36,10 @@ struct FrameworkPreset {
   /// `torch_compile` fuses those of the transformer blocks; else as fused kernels (Transformer
   /// Engine's, Apex's, Megatron's).
   bool eager_elementwise = false;
-  /// FP8 scaling unless `workload.fp8_scaling` says otherwise.
+  /// FP8 scaling unless `workload.fp8_scaling` says otherwise; whether `rowwise` (torchao's) is
+  /// one of its choices.
   Fp8Scaling fp8_scaling = Fp8Scaling::delayed;
+  bool has_rowwise_fp8 = false;
   HostSpec host;  ///< fitted host costs (docs/frameworks.md)
 };
 

@@ -762,7 +762,7 @@ void check_transformer(const ConfigNode& root, const Scenario& s, Diagnostics& d
     if (!w.fp8_gemms) {
       diags.error(scaling_at, "fp8_scaling scales FP8 GEMMs; it needs 'workload.fp8_gemms: true'");
     } else if (*w.fp8_scaling == Fp8Scaling::rowwise &&
-               s.parallelism.framework != Framework::torchtitan) {
+               !framework_preset(s.parallelism.framework).has_rowwise_fp8) {
       diags.error(scaling_at,
                   fmt::format("framework '{}' scales FP8 per tensor (Transformer Engine); "
                               "rowwise is torchao's float8 recipe (framework: torchtitan)",

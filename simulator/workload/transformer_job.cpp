@@ -81,9 +81,7 @@ LayerContext layer_context(const Scenario& s) {
   c.activation_bytes = bytes_per_element(s.workload.precision);
   c.fp8 = s.workload.fp8_gemms;
   const FrameworkPreset& framework = framework_preset(s.parallelism.framework);
-  const Fp8Scaling scaling = s.workload.fp8_scaling.value_or(framework.fp8_scaling);
-  c.fp8_rowwise = c.fp8 && scaling == Fp8Scaling::rowwise;
-  c.fp8_amax = c.fp8 && scaling == Fp8Scaling::tensorwise;
+  c.fp8_scaling = s.workload.fp8_scaling.value_or(framework.fp8_scaling);
   c.pipeline_transfer = s.parallelism.pipeline_transfer;
   c.eager_head = framework.eager_elementwise;
   c.eager_layers = c.eager_head && !s.parallelism.torch_compile;

@@ -316,12 +316,14 @@ enum class Split { column, row };
 bool gathered(const LayerContext& c) { return c.sequence_parallel && c.tp > 1; }
 
 /// Whether the layers cast to FP8 per tensor, as above: tensor-parallel all-gathers move FP8.
-bool fp8_tensorwise(const LayerContext& c) { return c.fp8 && !c.fp8_rowwise; }
+bool fp8_tensorwise(const LayerContext& c) { return c.fp8 && !c.fp8_rowwise(); }
 
 /// Whether the norms write FP8 for the column layers: only with delayed scaling, whose scale is
 /// known before the tensor is. With the current tensor's amax (torchao's tensorwise), the norm
 /// writes bf16 and a cast follows it.
-bool norm_writes_fp8(const LayerContext& c) { return fp8_tensorwise(c) && !c.fp8_amax; }
+bool norm_writes_fp8(const LayerContext& c) {
+  return c.fp8 && c.fp8_scaling == Fp8Scaling::delayed;
+}
 
 // torchao's rowwise recipe (pytorch/ao `torchao/float8/float8_linear.py`, the axiswise path of
 // `Float8Linear.forward`; docs/frameworks.md) saves the layer's bf16 input and weight for
@@ -360,11 +362,11 @@ KernelWork linear_gemm(std::string name, double m, double n, double k, double e)
 void linear_forward(std::vector<PassItem>& items, const LayerContext& c, const char* name,
                     Split split, double tokens, double out, double in, double e) {
   const std::string prefix = name;
-  if (c.fp8_rowwise) {
+  if (c.fp8_rowwise()) {
     items.push_back(kernel(axiswise_cast(prefix + "_quantize", tokens * in, e, true)));
     items.push_back(kernel(axiswise_cast(prefix + "_weight_quantize", out * in, e, true)));
   } else if (c.fp8 && split == Split::row) {
-    items.push_back(kernel(cast(prefix + "_quantize", tokens * in, e, !gathered(c), c.fp8_amax)));
+    items.push_back(kernel(cast(prefix + "_quantize", tokens * in, e, !gathered(c), c.fp8_amax())));
   }
   items.push_back(kernel(linear_gemm(name, tokens, out, in, e)));
 }
@@ -380,7 +382,7 @@ void linear_backward(std::vector<PassItem>& items, const LayerContext& c, const 
                      bool fp8_eligible = true) {
   const bool fp8 = c.fp8 && fp8_eligible;
   const std::string prefix = name;
-  if (fp8 && c.fp8_rowwise) {
+  if (fp8 && c.fp8_rowwise()) {
     items.push_back(kernel(axiswise_cast(prefix + "_grad_quantize", tokens * out, e, true)));
     items.push_back(kernel(axiswise_cast(prefix + "_weight_quantize_t", out * in, e, false)));
     items.push_back(kernel(linear_gemm(prefix + "_dgrad", tokens, in, out, e)));
@@ -397,9 +399,9 @@ void linear_backward(std::vector<PassItem>& items, const LayerContext& c, const 
       --at;
     }
     items.insert(
-        at, kernel(cast(prefix + "_grad_quantize", tokens * out / c.tp, e, false, c.fp8_amax)));
+        at, kernel(cast(prefix + "_grad_quantize", tokens * out / c.tp, e, false, c.fp8_amax())));
   } else if (fp8) {
-    items.push_back(kernel(cast(prefix + "_grad_quantize", tokens * out, e, true, c.fp8_amax)));
+    items.push_back(kernel(cast(prefix + "_grad_quantize", tokens * out, e, true, c.fp8_amax())));
   }
   KernelWork dgrad = gemm(prefix + "_dgrad", tokens, in, out, e);
   KernelWork wgrad = gemm(prefix + "_wgrad", in, out, tokens, e);
@@ -420,7 +422,7 @@ void linear_backward(std::vector<PassItem>& items, const LayerContext& c, const 
 /// before the weight gradient, as with delayed scaling.
 void column_input_cast(std::vector<PassItem>& items, const LayerContext& c, const Shape& s,
                        const char* linear) {
-  if (!fp8_tensorwise(c) || !c.fp8_amax) return;
+  if (!c.fp8_amax()) return;
   items.push_back(kernel(
       cast(std::string(linear) + "_quantize", s.elementwise_tokens * s.hidden, s.e, false, true)));
 }

@@ -33,12 +33,14 @@ struct LayerContext {
   /// Whether the layers' linear GEMMs run in FP8 (`workload.fp8_gemms`), each input and output
   /// gradient quantized by a kernel of its own.
   bool fp8 = false;
-  /// With fp8: torchao's rowwise scaling. Each GEMM casts its operands from their bf16 copies
-  /// along its own axis (six casts a linear layer), and tensor-parallel gathers move bf16.
-  bool fp8_rowwise = false;
-  /// With fp8 and per-tensor scales: each cast reads its tensor once more for the amax first
-  /// (the scale of the current tensor, torchao's tensorwise), so the norms cannot write FP8.
-  bool fp8_amax = false;
+  /// How the FP8 casts are scaled (`workload.fp8_scaling`, else the framework's).
+  Fp8Scaling fp8_scaling = Fp8Scaling::delayed;
+  /// torchao's rowwise scaling: each GEMM casts its operands from their bf16 copies along its
+  /// own axis (six casts a linear layer), and tensor-parallel gathers move bf16.
+  bool fp8_rowwise() const { return fp8 && fp8_scaling == Fp8Scaling::rowwise; }
+  /// Per-tensor scales from the current tensor (torchao's tensorwise): each cast reads its
+  /// tensor once more for the amax first, so the norms cannot write FP8.
+  bool fp8_amax() const { return fp8 && fp8_scaling == Fp8Scaling::tensorwise; }
   /// Element-wise ops as PyTorch eager runs them, one kernel per op of the model's code: in the
   /// layers without torch.compile (torchtitan's `training.compile` false), and in the final norm
   /// and loss of every torchtitan job (it compiles only the transformer blocks).

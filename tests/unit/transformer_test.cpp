@@ -309,7 +309,8 @@ TEST_CASE("tensorwise FP8 reads each cast tensor once more for its amax; norms w
   const double tokens = 64, h = 64, qkv = 192, ffn = 256;
   SUBCASE("without tensor parallelism") {
     LayerContext c = small_context(1);
-    c.fp8 = c.fp8_amax = true;
+    c.fp8 = true;
+    c.fp8_scaling = Fp8Scaling::tensorwise;
     const auto forward = layer_forward(c);
     CHECK(bytes_named(forward, "attention_norm") == rel(tokens * h * (2 + 2)));
     CHECK(bytes_named(forward, "mlp_norm") == rel(tokens * h * (2 + 2)));
@@ -326,7 +327,8 @@ TEST_CASE("tensorwise FP8 reads each cast tensor once more for its amax; norms w
   }
   SUBCASE("with sequence parallelism: the shard is cast, then gathered in FP8") {
     LayerContext c = small_context(2, true);
-    c.fp8 = c.fp8_amax = true;
+    c.fp8 = true;
+    c.fp8_scaling = Fp8Scaling::tensorwise;
     const auto forward = layer_forward(c);
     CHECK(bytes_named(forward, "qkv_projection_quantize") == rel(tokens / 2 * h * 5));
     const size_t cast = index_of(forward, "qkv_projection_quantize");
@@ -344,7 +346,7 @@ TEST_CASE("tensorwise FP8 reads each cast tensor once more for its amax; norms w
     s.workload.fp8_gemms = true;
     auto scaling = [&] {
       const LayerContext c = layer_context(s);
-      return std::make_pair(c.fp8_amax, c.fp8_rowwise);
+      return std::make_pair(c.fp8_amax(), c.fp8_rowwise());
     };
     CHECK(scaling() == std::make_pair(false, false));
     s.parallelism.framework = Framework::torchtitan;
@@ -411,12 +413,14 @@ TEST_CASE("rowwise FP8 casts every GEMM operand from bf16 along the GEMM's axis 
   };
   SUBCASE("without tensor parallelism") {
     LayerContext c = small_context(1);
-    c.fp8 = c.fp8_rowwise = true;
+    c.fp8 = true;
+    c.fp8_scaling = Fp8Scaling::rowwise;
     check(c, 1);
   }
   SUBCASE("tensor and sequence parallelism: the gathers move bf16, the casts run on them") {
     LayerContext c = small_context(2, true);
-    c.fp8 = c.fp8_rowwise = true;
+    c.fp8 = true;
+    c.fp8_scaling = Fp8Scaling::rowwise;
     const auto [forward, backward] = check(c, 2);
     int gathers = 0;
     for (const auto& items : {forward, backward}) {
