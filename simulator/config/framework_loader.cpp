@@ -155,6 +155,8 @@ void read_host(MapReader& r, Scenario& s) {
          h.quantity("kernel_launch", false, units::parse_duration, limits::kLatency));
   assign(s.host.collective_launch_s,
          h.quantity("collective_launch", false, units::parse_duration, limits::kLatency));
+  assign(s.host.layer_launch_s,
+         h.quantity("layer_launch", false, units::parse_duration, limits::kLatency));
   assign(s.host.step_s, h.quantity("step", false, units::parse_duration, kHostStep));
   h.finish();
 }

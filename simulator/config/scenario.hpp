@@ -323,6 +323,10 @@ struct HostSpec {
   /// Host time to issue one collective (NCCL's and the process group's host work; analytic
   /// tensor/context-parallel collectives take it in place of kernel_launch).
   double collective_launch_s = 0;
+  /// Host time to run one unit's module code (a layer, the embedding or the output head) in a
+  /// pass, before its first kernel: the framework's Python, hooks and autograd functions, beyond
+  /// the launches. Twice in the backward of a fully recomputed layer.
+  double layer_launch_s = 0;
   /// Host time per training step outside kernels (data loading, logging, bookkeeping).
   double step_s = 0;
 };

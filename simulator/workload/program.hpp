@@ -27,6 +27,9 @@ struct Kernel {
   CommScope scope = CommScope::intra_node;  ///< communication: where its group's GPUs are
   double bytes = 0;                         ///< communication: message size (nccl-tests convention)
   CollectiveOp op = CollectiveOp::all_reduce;  ///< communication: the operation
+  /// Host time before the host can launch this kernel, beyond its launch: the Python of the
+  /// layer it opens (`host.layer_launch`).
+  double host_before_s = 0;
 };
 
 /// Kernels that run back to back with no outside interaction: simulated as one execution whose

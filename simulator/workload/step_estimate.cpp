@@ -53,6 +53,7 @@ StepEstimate::StepEstimate(const Scenario& s, const Topology& topology)
                                              item.op, item.bytes);
             c.overlapped = item.op == CollectiveOp::all_gather;  // with the next GEMM
           }
+          if (&item == &unit.items.front()) c.module_runs = unit.module_runs;
           cost.items.push_back(std::move(c));
         }
       }
@@ -126,7 +127,8 @@ double StepEstimate::pass_seconds(const PassCost& pass, const GpuSpec& gpu,
             std::max(0.0, seconds - kernel_seconds(items[gemm].work, gpu, items[gemm].precision));
       }
     }
-    host_s += item.communication_s < 0 ? host.kernel_launch_s : host.collective_launch_s;
+    host_s += item.module_runs * host.layer_launch_s +
+              (item.communication_s < 0 ? host.kernel_launch_s : host.collective_launch_s);
     device_s = std::max(device_s, host_s) + seconds;
   }
   return device_s;

@@ -34,6 +34,7 @@ class StepEstimate {
     Precision precision = Precision::bf16;
     double communication_s = -1;  ///< >= 0: an analytic collective of this cost
     bool overlapped = false;      ///< a collective hidden behind its GEMM (tp_comm_overlap)
+    int module_runs = 0;          ///< first item of a unit: its module code's runs (layer_launch)
   };
   struct PassCost {
     std::vector<PassItemCost> items;

@@ -106,7 +106,8 @@ std::vector<PassUnit> pass_units(const LayerContext& c, const std::vector<StageL
     if (last) out.push_back({head_forward(c), embedding_params});
   } else {
     if (last) out.push_back({head_backward(c), embedding_params});
-    for (int l = 0; l < count; ++l) out.push_back({layer_backward(c), layer_params});
+    const int layer_runs = c.recompute == Recompute::full ? 2 : 1;  // the forward again, then back
+    for (int l = 0; l < count; ++l) out.push_back({layer_backward(c), layer_params, layer_runs});
     if (first) out.push_back({embedding_backward(c), embedding_params});
   }
   return out;
@@ -140,18 +141,26 @@ struct DataParallelGroups {
 };
 
 /// Kernels of one segment as the host issues them: a kernel starts when the host has launched it
-/// (kernel_launch_s each, collective_launch_s a collective, one after the other, from the
-/// segment's start) and the previous kernel
-/// has finished. Where the device would wait for the host, an idle entry of that length goes
-/// before the kernel.
+/// (kernel_launch_s each, collective_launch_s a collective, after the Python of the layer it
+/// opens, one after the other, from the segment's start) and the previous kernel has finished.
+/// Where the device would wait for the host, an idle entry of that length goes before the kernel.
 void issue_in_order(Segment& segment, const HostSpec& host) {
   double host_s = 0, device_s = 0;
   std::vector<Kernel> issued;
   issued.reserve(segment.kernels.size());
   segment.seconds = 0;
   for (Kernel& kernel : segment.kernels) {
-    host_s += kernel.kernel_class == KernelClass::communication ? host.collective_launch_s
-                                                                : host.kernel_launch_s;
+    if (kernel.kernel_class == KernelClass::idle) {
+      // The host's own work before a collective it then launches: the segment ends with it.
+      const double end_s = std::max(device_s, host_s + kernel.seconds);
+      kernel.seconds = end_s - device_s;
+      host_s = device_s = end_s;
+      if (kernel.seconds > 0) issued.push_back(std::move(kernel));
+      continue;
+    }
+    host_s += kernel.host_before_s + (kernel.kernel_class == KernelClass::communication
+                                          ? host.collective_launch_s
+                                          : host.kernel_launch_s);
     if (host_s > device_s) {
       issued.push_back({"host_launch", KernelClass::idle, host_s - device_s});
       device_s = host_s;
@@ -215,7 +224,8 @@ class TransformerJobBuilder {
   /// The ops of `items` (kernels fused into segments named `name`), cached under `key`.
   const std::vector<OpTemplate>& templates_of(const std::string& key, const std::string& name,
                                               const std::vector<const PassItem*>& items,
-                                              const LayerGroups& groups, double scale = 1);
+                                              const LayerGroups& groups, double scale = 1,
+                                              const std::vector<double>& host_before_s = {});
   /// The factor on compute kernel times that makes a pass of virtual stage `vs` take its
   /// parallelism.stage_times entry (1 without one).
   double stage_time_scale(bool forward, int vs);
@@ -395,7 +405,7 @@ double TransformerJobBuilder::analytic_seconds(const PassItem& item, const Layer
 
 const std::vector<OpTemplate>& TransformerJobBuilder::templates_of(
     const std::string& key, const std::string& name, const std::vector<const PassItem*>& items,
-    const LayerGroups& groups, double scale) {
+    const LayerGroups& groups, double scale, const std::vector<double>& host_before_s) {
   auto [it, added] = templates_.try_emplace(key);
   if (!added) return it->second;
   std::vector<OpTemplate>& ops = it->second;
@@ -409,14 +419,20 @@ const std::vector<OpTemplate>& TransformerJobBuilder::templates_of(
     segment = Segment{};
     ops.push_back(SegmentId(job_.segments.size() - 1));
   };
-  for (const PassItem* item : items) {
+  for (size_t i = 0; i < items.size(); ++i) {
+    const PassItem* item = items[i];
+    const double host_s = i < host_before_s.size() ? host_before_s[i] : 0;
     if (item->kind == PassItem::Kind::kernel) {
-      segment.add({item->work.name, item->work.kernel_class, scale * kernel_time(item->work)});
+      segment.add({item->work.name, item->work.kernel_class, scale * kernel_time(item->work),
+                   CommScope::intra_node, 0, CollectiveOp::all_reduce, host_s});
     } else if (!network_) {
       const GroupId group = *(item->group == LayerGroup::tp ? groups.tp : groups.cp);
       segment.add({item->name, KernelClass::communication, analytic_seconds(*item, groups),
-                   topology_.scope_of(gpus_of(group)), item->bytes, item->op});
+                   topology_.scope_of(gpus_of(group)), item->bytes, item->op, host_s});
     } else {
+      // A collective in the network cannot wait for the host: its unit's Python goes before it
+      // as host time of its own.
+      if (host_s > 0) segment.add({"host_python", KernelClass::idle, host_s});
       flush();
       ops.push_back(CollectiveTemplate{item->op, item->bytes, item->group});
     }
@@ -435,11 +451,16 @@ const std::vector<OpTemplate>& TransformerJobBuilder::templates(bool forward, in
   const std::string name = fmt::format("{} layers {}-{}", forward ? "forward" : "backward",
                                        layers.first, layers.first + layers.count - 1);
   std::vector<const PassItem*> items;
+  std::vector<double> host_before_s;  // each unit's module code, before its first item
   const auto& all = units(forward, vs);
   for (size_t u = begin; u < end; ++u) {
-    for (const PassItem& item : all[u].items) items.push_back(&item);
+    for (const PassItem& item : all[u].items) {
+      host_before_s.push_back(
+          &item == &all[u].items.front() ? all[u].module_runs * s_.host.layer_launch_s : 0);
+      items.push_back(&item);
+    }
   }
-  return templates_of(key, name, items, groups, stage_time_scale(forward, vs));
+  return templates_of(key, name, items, groups, stage_time_scale(forward, vs), host_before_s);
 }
 
 double TransformerJobBuilder::stage_time_scale(bool forward, int vs) {

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -1331,6 +1332,42 @@ TEST_CASE("the host launches a segment's kernels one after the other; the GPU wa
     waited |= device_s > kernels_s + 20e-6;
   }
   CHECK(waited);
+}
+
+TEST_CASE("the host runs each unit's module code before its kernels, twice if recomputed") {
+  // 100 ms of Python per unit (a layer, the embedding, the head) and free launches: the GPU
+  // waits 100 ms before each unit of a forward, 200 ms before a recomputed layer's backward;
+  // tiny-gpt's kernels (microseconds) end inside the next wait.
+  const double python_s = 0.1;
+  const Job job =
+      tiny_job({"host.kernel_launch=0s", "host.collective_launch=0s", "host.layer_launch=100ms",
+                "parallelism.recompute=full", "engine.layer_collectives=analytic"});
+  std::set<std::string> checked;  // each stage's forward and backward (segments per group shape)
+  for (const Segment& segment : job.segments) {
+    CAPTURE(segment.name);
+    int first = 0, last = 0;
+    if (std::sscanf(segment.name.c_str(), "%*s layers %d-%d", &first, &last) != 2) continue;
+    const bool forward = segment.name.rfind("forward", 0) == 0;
+    std::vector<double> waits;
+    for (const Kernel& k : segment.kernels) {
+      if (k.kernel_class == KernelClass::idle) waits.push_back(k.seconds);
+    }
+    // tp 2, pp 2: the first stage runs the embedding, the last the head, besides its layers.
+    const int layers = last - first + 1;
+    REQUIRE(waits.size() == static_cast<size_t>(layers + 1));
+    double expected_s = 0;
+    int long_waits = 0;
+    for (double wait : waits) {
+      CHECK(wait > 0.99 * python_s);
+      long_waits += wait > 1.5 * python_s;
+      expected_s += wait > 1.5 * python_s ? 2 * python_s : python_s;
+    }
+    CHECK(long_waits == (forward ? 0 : layers));
+    CHECK(segment.seconds >= expected_s);
+    CHECK(segment.seconds < expected_s + 1e-3);
+    checked.insert(segment.name);
+  }
+  CHECK(checked.size() == 4);
 }
 
 TEST_CASE("jobs of every schedule and data-parallel kind are consistent") {
