@@ -10,15 +10,15 @@ namespace prismsim {
 
 /// Closed-form duration of one training step of a transformer workload, for calibration: each pass
 /// of virtual stage v runs its kernels and tensor/context-parallel collectives (cost model, no
-/// contention) in order as the host issues them (one kernel_launch each, the device idle while
-/// the host is behind); passes follow the pipeline schedule (pipeline_makespan) with
-/// point-to-point transfers at route latency plus bytes over the route's narrowest link (and the
-/// receiver's all-gather of a scatter-gather transfer); then the data-parallel gradient
-/// collectives, not overlapped (one all-reduce for DDP, one reduce-scatter and one all-gather of
-/// all parameters for ZeRO and, as an approximation, for FSDP), the tied-embedding and
-/// gradient-norm all-reduces, the optimizer and the host's per-step time. It matches the
-/// simulator for DDP and ZeRO jobs without overlap, one gradient bucket and analytic layer
-/// collectives when the network has no contention. Kernel shapes are built once; seconds()
+/// contention) in order as the host issues them (one kernel_launch each, layer_launch before each
+/// unit's first, the device idle while the host is behind); passes follow the pipeline schedule
+/// (pipeline_makespan) with point-to-point transfers at route latency plus bytes over the route's
+/// narrowest link (and the receiver's all-gather of a scatter-gather transfer); then the
+/// data-parallel gradient collectives, not overlapped (one all-reduce for DDP, one reduce-scatter
+/// and one all-gather of all parameters for ZeRO and, as an approximation, for FSDP), the
+/// tied-embedding and gradient-norm all-reduces, the optimizer and the host's per-step time. It
+/// matches the simulator for DDP and ZeRO jobs without overlap, one gradient bucket and analytic
+/// layer collectives when the network has no contention. Kernel shapes are built once; seconds()
 /// re-times them for any compute-model and host parameters.
 class StepEstimate {
  public:

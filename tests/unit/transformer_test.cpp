@@ -21,6 +21,7 @@
 #include "workload/compute_model.hpp"
 #include "workload/memory_estimate.hpp"
 #include "workload/pipeline_schedule.hpp"
+#include "workload/step_estimate.hpp"
 #include "workload/transformer_job.hpp"
 #include "workload/transformer_model.hpp"
 
@@ -1368,6 +1369,29 @@ TEST_CASE("the host runs each unit's module code before its kernels, twice if re
     checked.insert(segment.name);
   }
   CHECK(checked.size() == 4);
+}
+
+TEST_CASE("the step's closed form charges each unit's module code as the job does") {
+  // One GPU, 16 microbatches of tiny-gpt (the embedding, 4 layers, the head): 6 units a forward,
+  // 6 a backward, 4 more runs with full recompute. With 100 ms a unit and free launches the step
+  // grows by that many waits, less the device time they hide (at most the whole step without).
+  for (const bool recompute : {false, true}) {
+    CAPTURE(recompute);
+    std::vector<std::string> overrides = {"parallelism.gpus=1",    "parallelism.tp=1",
+                                          "parallelism.pp=1",      "parallelism.dp=1",
+                                          "host.kernel_launch=0s", "host.collective_launch=0s"};
+    if (recompute) overrides.push_back("parallelism.recompute=full");
+    const Scenario s = load_scenario(kTinyGpt, overrides);
+    const StepEstimate estimate(s, Topology(s.platform));
+    HostSpec host = s.host;
+    const double without_s = estimate.seconds(s.platform.gpu, host);
+    host.layer_launch_s = 0.1;
+    const double with_s = estimate.seconds(s.platform.gpu, host);
+    const double waits_s = 16 * (12 + (recompute ? 4 : 0)) * 0.1;
+    CHECK(with_s - without_s <= waits_s + 1e-9);
+    CHECK(with_s - without_s >= waits_s - without_s);
+    CHECK(without_s < 0.01 * waits_s);  // so the bounds above are tight
+  }
 }
 
 TEST_CASE("jobs of every schedule and data-parallel kind are consistent") {
