@@ -53,7 +53,7 @@ StepEstimate::StepEstimate(const Scenario& s, const Topology& topology)
                                              item.op, item.bytes);
             c.overlapped = item.op == CollectiveOp::all_gather;  // with the next GEMM
           }
-          if (&item == &unit.items.front()) c.module_runs = unit.module_runs;
+          c.module_runs = item.module_runs;
           cost.items.push_back(std::move(c));
         }
       }

@@ -100,15 +100,20 @@ std::vector<PassUnit> pass_units(const LayerContext& c, const std::vector<StageL
   const double layer_params = layer_parameters(c.model) / c.tp;
   const double embedding_params = embedding_parameters(c) / c.tp;
   const int count = layers[static_cast<size_t>(vs)].count;
+  // The unit's module code runs before its first item (`host.layer_launch`).
+  auto add = [&](std::vector<PassItem> items, double parameters, int module_runs = 1) {
+    if (!items.empty()) items.front().module_runs = module_runs;
+    out.push_back({std::move(items), parameters});
+  };
   if (forward) {
-    if (first) out.push_back({embedding_forward(c), embedding_params});
-    for (int l = 0; l < count; ++l) out.push_back({layer_forward(c), layer_params});
-    if (last) out.push_back({head_forward(c), embedding_params});
+    if (first) add(embedding_forward(c), embedding_params);
+    for (int l = 0; l < count; ++l) add(layer_forward(c), layer_params);
+    if (last) add(head_forward(c), embedding_params);
   } else {
-    if (last) out.push_back({head_backward(c), embedding_params});
+    if (last) add(head_backward(c), embedding_params);
     const int layer_runs = c.recompute == Recompute::full ? 2 : 1;  // the forward again, then back
-    for (int l = 0; l < count; ++l) out.push_back({layer_backward(c), layer_params, layer_runs});
-    if (first) out.push_back({embedding_backward(c), embedding_params});
+    for (int l = 0; l < count; ++l) add(layer_backward(c), layer_params, layer_runs);
+    if (first) add(embedding_backward(c), embedding_params);
   }
   return out;
 }
@@ -224,8 +229,7 @@ class TransformerJobBuilder {
   /// The ops of `items` (kernels fused into segments named `name`), cached under `key`.
   const std::vector<OpTemplate>& templates_of(const std::string& key, const std::string& name,
                                               const std::vector<const PassItem*>& items,
-                                              const LayerGroups& groups, double scale = 1,
-                                              const std::vector<double>& host_before_s = {});
+                                              const LayerGroups& groups, double scale = 1);
   /// The factor on compute kernel times that makes a pass of virtual stage `vs` take its
   /// parallelism.stage_times entry (1 without one).
   double stage_time_scale(bool forward, int vs);
@@ -405,7 +409,7 @@ double TransformerJobBuilder::analytic_seconds(const PassItem& item, const Layer
 
 const std::vector<OpTemplate>& TransformerJobBuilder::templates_of(
     const std::string& key, const std::string& name, const std::vector<const PassItem*>& items,
-    const LayerGroups& groups, double scale, const std::vector<double>& host_before_s) {
+    const LayerGroups& groups, double scale) {
   auto [it, added] = templates_.try_emplace(key);
   if (!added) return it->second;
   std::vector<OpTemplate>& ops = it->second;
@@ -419,9 +423,8 @@ const std::vector<OpTemplate>& TransformerJobBuilder::templates_of(
     segment = Segment{};
     ops.push_back(SegmentId(job_.segments.size() - 1));
   };
-  for (size_t i = 0; i < items.size(); ++i) {
-    const PassItem* item = items[i];
-    const double host_s = i < host_before_s.size() ? host_before_s[i] : 0;
+  for (const PassItem* item : items) {
+    const double host_s = item->module_runs * s_.host.layer_launch_s;
     if (item->kind == PassItem::Kind::kernel) {
       segment.add({item->work.name, item->work.kernel_class, scale * kernel_time(item->work),
                    CommScope::intra_node, 0, CollectiveOp::all_reduce, host_s});
@@ -451,16 +454,11 @@ const std::vector<OpTemplate>& TransformerJobBuilder::templates(bool forward, in
   const std::string name = fmt::format("{} layers {}-{}", forward ? "forward" : "backward",
                                        layers.first, layers.first + layers.count - 1);
   std::vector<const PassItem*> items;
-  std::vector<double> host_before_s;  // each unit's module code, before its first item
   const auto& all = units(forward, vs);
   for (size_t u = begin; u < end; ++u) {
-    for (const PassItem& item : all[u].items) {
-      host_before_s.push_back(
-          &item == &all[u].items.front() ? all[u].module_runs * s_.host.layer_launch_s : 0);
-      items.push_back(&item);
-    }
+    for (const PassItem& item : all[u].items) items.push_back(&item);
   }
-  return templates_of(key, name, items, groups, stage_time_scale(forward, vs), host_before_s);
+  return templates_of(key, name, items, groups, stage_time_scale(forward, vs));
 }
 
 double TransformerJobBuilder::stage_time_scale(bool forward, int vs) {

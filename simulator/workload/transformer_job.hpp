@@ -43,7 +43,6 @@ std::vector<StageLayers> split_layers(const ParallelismSpec& parallelism, int la
 struct PassUnit {
   std::vector<PassItem> items;
   double parameters = 0;  ///< on one rank (its tensor-parallel share)
-  int module_runs = 1;    ///< runs of its module code in the pass: 2 if recomputed in a backward
 };
 
 /// The units of a forward or backward pass of virtual stage `vs`, in execution order: the

@@ -19,6 +19,9 @@ struct PassItem {
   double bytes = 0;  ///< nccl-tests convention
   LayerGroup group = LayerGroup::tp;
   std::string name;  ///< collective: "tp_all_reduce", ...
+  /// Runs of its unit's module code (a layer's Python) before this item, the unit's first: 1,
+  /// 2 in a fully recomputed layer's backward; 0 for the other items (`host.layer_launch`).
+  int module_runs = 0;
 };
 
 /// One rank's share of a transformer: its tensor- and context-parallel slice of one microbatch.
