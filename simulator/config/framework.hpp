@@ -36,6 +36,9 @@ struct FrameworkPreset {
   /// `torch_compile` fuses those of the transformer blocks; else as fused kernels (Transformer
   /// Engine's, Apex's, Megatron's).
   bool eager_elementwise = false;
+  /// One GEMM for the projections that read one input (Megatron's `linear_qkv`, `linear_fc1`);
+  /// false: a linear layer each (torchtitan's `wq`, `wk`, `wv` and `w1`, `w3`).
+  bool fused_projections = true;
   /// FP8 scaling unless `workload.fp8_scaling` says otherwise; whether `rowwise` (torchao's) is
   /// one of its choices.
   Fp8Scaling fp8_scaling = Fp8Scaling::delayed;

@@ -137,6 +137,8 @@ void read_framework_mechanics(MapReader& p, Scenario& s) {
     refuse(p, "tp_comm_overlap", fmt::format("'{}' needs tp > 1", p.path_of("tp_comm_overlap")));
   }
 
+  par.fused_projections = f.fused_projections;
+  assign(par.fused_projections, p.boolean("fused_projections", false));
   assign(par.torch_compile, p.boolean("torch_compile", false));
   if (!f.eager_elementwise) {
     refuse(p, "torch_compile",

@@ -310,6 +310,9 @@ struct ParallelismSpec {
   /// torchtitan's `training.compile`: Inductor fuses each transformer block's element-wise ops
   /// (the final norm and the loss stay eager); false: one eager kernel per op.
   bool torch_compile = false;
+  /// Each group of projections that read one input fused into one GEMM (Megatron's `linear_qkv`,
+  /// `linear_fc1`); false: a linear layer each (torchtitan's `wq`, `wk`, `wv`; `w1`, `w3`).
+  bool fused_projections = true;
 
   int ranks() const { return dp * tp * pp * cp; }
 };

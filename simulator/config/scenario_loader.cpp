@@ -48,7 +48,8 @@ const std::vector<std::string> kTransformerOnlyKeys = {"sequence_parallel",
                                                        "gradient_sync",
                                                        "gradient_buckets",
                                                        "tp_comm_overlap",
-                                                       "torch_compile"};
+                                                       "torch_compile",
+                                                       "fused_projections"};
 
 const std::vector<std::string> kPrecisionNames = {"fp32", "tf32", "bf16", "fp16", "fp8"};
 

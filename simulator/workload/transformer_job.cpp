@@ -85,6 +85,7 @@ LayerContext layer_context(const Scenario& s) {
   c.pipeline_transfer = s.parallelism.pipeline_transfer;
   c.eager_head = framework.eager_elementwise;
   c.eager_layers = c.eager_head && !s.parallelism.torch_compile;
+  c.fused_projections = s.parallelism.fused_projections;
   return c;
 }
 

@@ -23,7 +23,8 @@ PassItem collective(CollectiveOp op, double bytes, LayerGroup group, const char*
 
 /// Sizes of one rank's slice of a layer.
 struct Shape {
-  double tokens, elementwise_tokens, hidden, qkv_out, mlp_in_out, ffn, heads, kv_heads, head_dim, e;
+  double tokens, elementwise_tokens, hidden, qkv_out, q_out, kv_out, mlp_in_out, ffn, heads,
+      kv_heads, head_dim, e;
 
   explicit Shape(const LayerContext& c) {
     const auto& m = c.model;
@@ -33,7 +34,9 @@ struct Shape {
     head_dim = static_cast<double>(m.head_dim());
     heads = static_cast<double>(m.heads / c.tp);
     kv_heads = static_cast<double>(m.kv_heads / c.tp);
-    qkv_out = static_cast<double>(m.heads + 2 * m.kv_heads) * head_dim / c.tp;
+    q_out = static_cast<double>(m.heads) * head_dim / c.tp;
+    kv_out = static_cast<double>(m.kv_heads) * head_dim / c.tp;
+    qkv_out = q_out + 2 * kv_out;
     ffn = static_cast<double>(m.ffn) / c.tp;
     mlp_in_out = m.mlp == MlpKind::swiglu ? 2 * ffn : ffn;
     e = c.activation_bytes;
@@ -344,6 +347,14 @@ KernelWork cast(std::string name, double elements, double e, bool transposed, bo
   return memory_bound(std::move(name), elements * (e + (transposed ? 2 : 1) + (amax ? e : 0)));
 }
 
+/// torchao's rescale of a rowwise backward GEMM's output. Its dgrad and wgrad run without fast
+/// accumulation, for which PyTorch's rowwise CUTLASS kernel is slow, so torchao runs cuBLAS's
+/// per-tensor kernel with unit scales and multiplies the output by the row and column scales
+/// afterwards (`addmm_float8_unwrapped`): a kernel of its own that reads and writes the output.
+KernelWork rescale(std::string name, double elements, double e) {
+  return memory_bound(std::move(name), elements * 2 * e);
+}
+
 /// The transposed FP8 copy of an operand: one byte read and one written an element.
 KernelWork transpose(std::string name, double elements) {
   return memory_bound(std::move(name), 2 * elements);
@@ -386,9 +397,11 @@ void linear_backward(std::vector<PassItem>& items, const LayerContext& c, const 
     items.push_back(kernel(axiswise_cast(prefix + "_grad_quantize", tokens * out, e, true)));
     items.push_back(kernel(axiswise_cast(prefix + "_weight_quantize_t", out * in, e, false)));
     items.push_back(kernel(linear_gemm(prefix + "_dgrad", tokens, in, out, e)));
+    items.push_back(kernel(rescale(prefix + "_dgrad_rescale", tokens * in, e)));
     items.push_back(kernel(axiswise_cast(prefix + "_grad_quantize_t", tokens * out, e, false)));
     items.push_back(kernel(axiswise_cast(prefix + "_input_quantize_t", tokens * in, e, false)));
     items.push_back(kernel(linear_gemm(prefix + "_wgrad", in, out, tokens, e)));
+    items.push_back(kernel(rescale(prefix + "_wgrad_rescale", in * out, e)));
     return;
   }
   const bool gathered_grad = split == Split::row && gathered(c);
@@ -427,6 +440,60 @@ void column_input_cast(std::vector<PassItem>& items, const LayerContext& c, cons
       cast(std::string(linear) + "_quantize", s.elementwise_tokens * s.hidden, s.e, false, true)));
 }
 
+/// One linear layer of the model's code, by its output width on this rank.
+struct Projection {
+  const char* name;
+  double out;
+};
+
+/// The column layers that read the attention's input: Megatron's fused `linear_qkv`, or
+/// torchtitan's `wq`, `wk` and `wv`, each a module and a GEMM of its own.
+std::vector<Projection> attention_projections(const LayerContext& c, const Shape& s) {
+  if (c.fused_projections) return {{"qkv_projection", s.qkv_out}};
+  return {{"q_projection", s.q_out}, {"k_projection", s.kv_out}, {"v_projection", s.kv_out}};
+}
+
+/// The MLP's column layers: Megatron's fused `linear_fc1` (SwiGLU's gate and up together), or
+/// torchtitan's `w1` and `w3`.
+std::vector<Projection> mlp_projections(const LayerContext& c, const Shape& s) {
+  if (c.fused_projections || c.model.mlp != MlpKind::swiglu) return {{"mlp_up", s.mlp_in_out}};
+  return {{"mlp_gate", s.ffn}, {"mlp_up", s.ffn}};
+}
+
+/// The column layers of one normalised input: its FP8 casts, the sequence-parallel gather, the
+/// GEMMs. Under tensor parallelism the input is cast once and gathered for all of them
+/// (torchtitan's `PrepareFloat8ModuleInput`); without it each of torchtitan's Float8 linears
+/// casts its own input.
+void column_forward(std::vector<PassItem>& items, const LayerContext& c, const Shape& s,
+                    const std::vector<Projection>& projections) {
+  const size_t casts = c.tp > 1 ? 1 : projections.size();
+  for (size_t i = 0; i < casts; ++i) column_input_cast(items, c, s, projections[i].name);
+  region_entry(items, c, s, true, fp8_tensorwise(c));
+  for (const Projection& p : projections) {
+    linear_forward(items, c, p.name, Split::column, s.tokens, p.out, s.hidden, s.e);
+  }
+}
+
+/// The column layers' backward, last first, and the sum of their input gradients: autograd
+/// adds the dgrads of an input that several layers read. Eagerly, one add a layer after the
+/// first (two tensors read, one written); under torch.compile one kernel reads them all.
+void column_backward(std::vector<PassItem>& items, const LayerContext& c, const Shape& s,
+                     const std::vector<Projection>& projections, const char* sum_name) {
+  for (auto p = projections.rbegin(); p != projections.rend(); ++p) {
+    linear_backward(items, c, p->name, Split::column, s.tokens, s.hidden, p->out, s.e);
+  }
+  const double readers = static_cast<double>(projections.size());
+  if (readers < 2) return;
+  const double elements = s.tokens * s.hidden;
+  if (c.eager_layers) {
+    for (size_t i = 1; i < projections.size(); ++i) {
+      items.push_back(kernel(memory_bound(sum_name, 3 * elements * s.e)));
+    }
+  } else {
+    items.push_back(kernel(memory_bound(sum_name, (readers + 1) * elements * s.e)));
+  }
+}
+
 }  // namespace
 
 bool fused_softmax(const LayerContext& c) {
@@ -443,9 +510,7 @@ std::vector<PassItem> layer_forward(const LayerContext& c) {
   const Shape s(c);
   std::vector<PassItem> items;
   norm_forward(items, "attention_norm", s, c.eager_layers, norm_writes_fp8(c));
-  column_input_cast(items, c, s, "qkv_projection");
-  region_entry(items, c, s, true, fp8_tensorwise(c));
-  linear_forward(items, c, "qkv_projection", Split::column, s.tokens, s.qkv_out, s.hidden, s.e);
+  column_forward(items, c, s, attention_projections(c, s));
   if (c.eager_layers) {
     eager_rope(items, s, true);
     eager_repeat_kv(items, s, "repeat_kv");
@@ -457,9 +522,7 @@ std::vector<PassItem> layer_forward(const LayerContext& c) {
   region_exit(items, c, s, true);
   items.push_back(kernel(residual("attention_residual", s)));
   norm_forward(items, "mlp_norm", s, c.eager_layers, norm_writes_fp8(c));
-  column_input_cast(items, c, s, "mlp_up");
-  region_entry(items, c, s, true, fp8_tensorwise(c));
-  linear_forward(items, c, "mlp_up", Split::column, s.tokens, s.mlp_in_out, s.hidden, s.e);
+  column_forward(items, c, s, mlp_projections(c, s));
   activation_forward(items, c, s);
   linear_forward(items, c, "mlp_down", Split::row, s.tokens, s.hidden, s.ffn, s.e);
   region_exit(items, c, s, true);
@@ -488,7 +551,7 @@ std::vector<PassItem> layer_backward(const LayerContext& c) {
   region_exit(items, c, s, false, fp8_tensorwise(c));
   linear_backward(items, c, "mlp_down", Split::row, s.tokens, s.ffn, s.hidden, s.e);
   activation_backward(items, c, s);
-  linear_backward(items, c, "mlp_up", Split::column, s.tokens, s.hidden, s.mlp_in_out, s.e);
+  column_backward(items, c, s, mlp_projections(c, s), "mlp_input_grad_sum");
   region_entry(items, c, s, false);
   norm_backward(items, "mlp_norm", s, c.eager_layers);
   items.push_back(kernel(
@@ -502,7 +565,7 @@ std::vector<PassItem> layer_backward(const LayerContext& c) {
     eager_repeat_kv(items, s, "repeat_kv_backward");
     eager_rope(items, s, false);
   }
-  linear_backward(items, c, "qkv_projection", Split::column, s.tokens, s.hidden, s.qkv_out, s.e);
+  column_backward(items, c, s, attention_projections(c, s), "attention_input_grad_sum");
   region_entry(items, c, s, false);
   norm_backward(items, "attention_norm", s, c.eager_layers);
   return items;

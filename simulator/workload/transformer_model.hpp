@@ -49,6 +49,9 @@ struct LayerContext {
   /// and loss of every torchtitan job (it compiles only the transformer blocks).
   bool eager_layers = false;
   bool eager_head = false;
+  /// One GEMM for the projections that read one input, as Megatron fuses them; false: a linear
+  /// layer each, as torchtitan's Llama writes them (`wq`, `wk`, `wv`; `w1`, `w3`).
+  bool fused_projections = true;
   /// Whether a pipeline stage sends 1/tp of its activation and the receiver all-gathers it.
   PipelineTransfer pipeline_transfer = PipelineTransfer::full;
 

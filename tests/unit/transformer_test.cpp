@@ -389,6 +389,9 @@ TEST_CASE("rowwise FP8 casts every GEMM operand from bf16 along the GEMM's axis 
     CHECK(bytes_named(backward, "_grad_quantize_t") == rel(tokens * (q + h + f + h) * 5));
     CHECK(bytes_named(backward, "_input_quantize_t") == rel(tokens * (h + row_in + h + f) * 5));
     CHECK(bytes_named(backward, "_transpose") == 0.0);
+    // dgrad and wgrad run on unit scales; their outputs are rescaled after them (read, write).
+    CHECK(bytes_named(backward, "_dgrad_rescale") == rel(tokens * (h + row_in + h + f) * 4));
+    CHECK(bytes_named(backward, "_wgrad_rescale") == rel((q * h + h * row_in + f * h + h * f) * 4));
     // Each GEMM right after its own operands' casts.
     for (const char* layer : {"qkv_projection", "attention_output", "mlp_up", "mlp_down"}) {
       CAPTURE(layer);
@@ -402,6 +405,8 @@ TEST_CASE("rowwise FP8 casts every GEMM operand from bf16 along the GEMM's axis 
             index_of(backward, name + "_wgrad"));
       CHECK(index_of(backward, name + "_grad_quantize_t") + 2 ==
             index_of(backward, name + "_wgrad"));
+      CHECK(index_of(backward, name + "_dgrad") + 1 == index_of(backward, name + "_dgrad_rescale"));
+      CHECK(index_of(backward, name + "_wgrad") + 1 == index_of(backward, name + "_wgrad_rescale"));
     }
     // Every layer GEMM in fp8.
     for (const auto& items : {forward, backward}) {
@@ -447,6 +452,86 @@ std::pair<double, int> kernels_prefixed(const std::vector<PassItem>& items,
     }
   }
   return {bytes, count};
+}
+
+TEST_CASE("torchtitan's projections are linear layers of their own, their dgrads summed") {
+  // The small model with SwiGLU and grouped-query attention (4 heads, 2 key/value heads).
+  LayerContext fused = small_context(1);
+  fused.model.mlp = MlpKind::swiglu;
+  fused.model.kv_heads = 2;
+  LayerContext separate = fused;
+  separate.fused_projections = false;
+  const double tokens = 64, h = 64, ffn = 256, e = 2;
+  const double q = 4 * 16, kv = 2 * 16;
+  auto gemm = [](const std::vector<PassItem>& items, const std::string& name) {
+    const size_t at = index_of(items, name);
+    REQUIRE(at < items.size());
+    return std::make_pair(items[at].work.n, items[at].work.flops);
+  };
+  const auto forward = layer_forward(separate);
+  const auto backward = layer_backward(separate);
+  CHECK(gemm(forward, "q_projection") == std::pair{q, 2 * tokens * q * h});
+  CHECK(gemm(forward, "k_projection") == std::pair{kv, 2 * tokens * kv * h});
+  CHECK(gemm(forward, "v_projection") == std::pair{kv, 2 * tokens * kv * h});
+  CHECK(gemm(forward, "mlp_gate") == std::pair{ffn, 2 * tokens * ffn * h});
+  CHECK(gemm(forward, "mlp_up") == std::pair{ffn, 2 * tokens * ffn * h});
+  CHECK(index_of(forward, "qkv_projection") == forward.size());
+  // The same work in more, narrower GEMMs.
+  CHECK(flops_of(forward, KernelClass::gemm) ==
+        rel(flops_of(layer_forward(fused), KernelClass::gemm)));
+  CHECK(flops_of(backward, KernelClass::gemm) ==
+        rel(flops_of(layer_backward(fused), KernelClass::gemm)));
+  // Compiled: one kernel reads the dgrads of an input and writes their sum, after the last.
+  CHECK(kernels_prefixed(backward, "attention_input_grad_sum") == std::pair{tokens * h * 4 * e, 1});
+  CHECK(kernels_prefixed(backward, "mlp_input_grad_sum") == std::pair{tokens * h * 3 * e, 1});
+  CHECK(index_of(backward, "q_projection_wgrad") + 1 ==
+        index_of(backward, "attention_input_grad_sum"));
+  CHECK(index_of(backward, "mlp_gate_wgrad") + 1 == index_of(backward, "mlp_input_grad_sum"));
+  CHECK(kernels_prefixed(layer_backward(fused), "attention_input_grad_sum").second == 0);
+  SUBCASE("eagerly, autograd adds them one at a time") {
+    LayerContext eager = separate;
+    eager.eager_layers = true;
+    CHECK(kernels_prefixed(layer_backward(eager), "attention_input_grad_sum") ==
+          std::pair{tokens * h * 2 * 3 * e, 2});
+    CHECK(kernels_prefixed(layer_backward(eager), "mlp_input_grad_sum") ==
+          std::pair{tokens * h * 3 * e, 1});
+  }
+  SUBCASE("rowwise float8: each linear casts its own input") {
+    LayerContext c = separate;
+    c.fp8 = true;
+    c.fp8_scaling = Fp8Scaling::rowwise;
+    const auto f = layer_forward(c);
+    for (const char* name : {"q_projection", "k_projection", "v_projection"}) {
+      CHECK(bytes_named(f, std::string(name) + "_quantize") == rel(tokens * h * (e + 1)));
+    }
+    CHECK(bytes_named(layer_backward(c), "_input_quantize_t") ==
+          rel(tokens * (6 * h + ffn) * (2 * e + 1)));
+  }
+  SUBCASE("tensorwise float8: one cast per linear, or one gathered for all under TP") {
+    LayerContext c = separate;
+    c.fp8 = true;
+    c.fp8_scaling = Fp8Scaling::tensorwise;
+    const double cast = tokens * h * (2 * e + 1);
+    CHECK(bytes_named(layer_forward(c), "projection_quantize") == rel(3 * cast));
+    c.tp = 2;
+    c.model.kv_heads = 2;
+    c.sequence_parallel = true;
+    const auto f = layer_forward(c);
+    CHECK(bytes_named(f, "projection_quantize") == rel(cast / 2));
+    CHECK(index_of(f, "q_projection_quantize") + 1 < index_of(f, "q_projection"));
+    CHECK(f[index_of(f, "q_projection_quantize") + 1].kind == PassItem::Kind::collective);
+  }
+  SUBCASE("the framework decides, parallelism.fused_projections overrides") {
+    auto separate_in = [](std::vector<std::string> sets) {
+      return !layer_context(load_scenario(kTinyGpt, sets)).fused_projections;
+    };
+    const std::vector<std::string> titan = {"parallelism.framework=torchtitan",
+                                            "parallelism.data_parallel=fsdp"};
+    CHECK_FALSE(separate_in({}));
+    CHECK(separate_in(titan));
+    CHECK_FALSE(separate_in({titan[0], titan[1], "parallelism.fused_projections=true"}));
+    CHECK(separate_in({"parallelism.fused_projections=false"}));
+  }
 }
 
 TEST_CASE("torchtitan runs element-wise ops as eager kernels; torch.compile fuses the blocks'") {
