@@ -57,6 +57,7 @@ FrameworkPreset torchtitan() {
   f.has_tp_comm_overlap = true;            // async TP
   f.eager_elementwise = true;              // training.compile = false
   f.fused_projections = false;             // models/llama3 Attention and FeedForward
+  f.has_per_op_recompute = true;           // activation_checkpoint.selective_ac_option = "op"
   f.fp8_scaling = Fp8Scaling::tensorwise;  // torchao Float8Linear's default recipe
   f.has_rowwise_fp8 = true;                // torchao's rowwise recipe
   f.host = {8e-6, 8e-6, 0};

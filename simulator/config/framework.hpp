@@ -39,6 +39,8 @@ struct FrameworkPreset {
   /// One GEMM for the projections that read one input (Megatron's `linear_qkv`, `linear_fc1`);
   /// false: a linear layer each (torchtitan's `wq`, `wk`, `wv` and `w1`, `w3`).
   bool fused_projections = true;
+  /// Per-op selective activation checkpointing (`recompute: per_op`, torchtitan's).
+  bool has_per_op_recompute = false;
   /// FP8 scaling unless `workload.fp8_scaling` says otherwise; whether `rowwise` (torchao's) is
   /// one of its choices.
   Fp8Scaling fp8_scaling = Fp8Scaling::delayed;

@@ -137,6 +137,13 @@ void read_framework_mechanics(MapReader& p, Scenario& s) {
     refuse(p, "tp_comm_overlap", fmt::format("'{}' needs tp > 1", p.path_of("tp_comm_overlap")));
   }
 
+  if (par.recompute == Recompute::per_op && !f.has_per_op_recompute) {
+    refuse(p, "recompute",
+           fmt::format("{} has no per-op selective checkpointing; recompute per_op is "
+                       "torchtitan's selective_ac_option op (framework: torchtitan); it has "
+                       "none, selective or full",
+                       framework));
+  }
   par.fused_projections = f.fused_projections;
   assign(par.fused_projections, p.boolean("fused_projections", false));
   assign(par.torch_compile, p.boolean("torch_compile", false));

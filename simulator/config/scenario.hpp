@@ -251,7 +251,9 @@ enum class Framework { megatron_lm, megatron_deepspeed, torchtitan };
 /// parallelism the activation is already 1/tp.
 enum class PipelineTransfer { full, scatter_gather };
 enum class PipelineSchedule { gpipe, one_f_one_b, interleaved };
-enum class Recompute { none, selective, full };
+/// none; selective: the attention core (Megatron's `--recompute-granularity selective`); full: the
+/// whole layer; per_op: torchtitan's per-op selective checkpointing (`selective_ac_option: op`).
+enum class Recompute { none, selective, full, per_op };
 /// The parallel dimensions, as they can be ordered onto GPUs.
 enum class ParallelDim { tp, cp, pp, dp };
 

@@ -471,7 +471,8 @@ void read_run_settings(MapReader& r, Scenario& s) {
         s.parallelism.stage_times.push_back(st);
       }
     }
-    assign(s.parallelism.recompute, p.choice("recompute", false, {"none", "selective", "full"}));
+    assign(s.parallelism.recompute,
+           p.choice("recompute", false, {"none", "selective", "full", "per_op"}));
     if (const ConfigNode* list = p.list("order", false)) {
       const std::vector<std::string> names = {"tp", "cp", "pp", "dp"};
       std::vector<ParallelDim> order;

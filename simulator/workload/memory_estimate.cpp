@@ -35,16 +35,25 @@ double layer_activation_bytes(const Scenario& scenario) {
   if (c.recompute == Recompute::full) {
     return sb * h * e / (c.sequence_parallel ? t : 1.0);  // the layer's input only
   }
+  const double heads = static_cast<double>(m.heads);
+  const double q_len = static_cast<double>(m.sequence / c.cp);
+  const double scores =
+      static_cast<double>(c.microbatch) * heads * q_len * static_cast<double>(m.sequence);
+  if (c.recompute == Recompute::per_op) {
+    // The layer's input and what the policy saves (transformer_model.cpp, op_recompute): the
+    // odd linears' outputs that the backward reads (queries, values, the MLP gate), the attention
+    // output and its softmax statistics.
+    const double input = sb * h * e / (c.sequence_parallel ? t : 1.0);
+    const double saved =
+        sb * (h + kv * c.cp + h + ffn) * e + scores / static_cast<double>(m.sequence) * 4;
+    return input + saved / t;
+  }
   // Replicated across TP ranks unless sequence parallel: the two norms' inputs, the inputs of
   // the QKV and MLP-up projections, the two dropout masks (1 byte).
   const double replicated = sb * h * (4 * e + 2);
   // Split across TP ranks: Q, K, V (all ranks' keys and values with context parallelism); the
   // output projection's input; the MLP activations.
   double split = sb * (h + 2 * kv * c.cp) * e + sb * h * e + sb * (mlp_in + ffn) * e;
-  const double heads = static_cast<double>(m.heads);
-  const double q_len = static_cast<double>(m.sequence / c.cp);
-  const double scores =
-      static_cast<double>(c.microbatch) * heads * q_len * static_cast<double>(m.sequence);
   if (m.attention == AttentionKernel::flash) {
     split += scores / static_cast<double>(m.sequence) * 4;  // fp32 softmax statistics per query
   } else if (c.recompute == Recompute::none) {

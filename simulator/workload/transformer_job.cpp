@@ -112,7 +112,11 @@ std::vector<PassUnit> pass_units(const LayerContext& c, const std::vector<StageL
     if (last) add(head_forward(c), embedding_params);
   } else {
     if (last) add(head_backward(c), embedding_params);
-    const int layer_runs = c.recompute == Recompute::full ? 2 : 1;  // the forward again, then back
+    // The forward's module code again, then the backward's: a full recompute, and torchtitan's
+    // per-op one when eager (compiled, the recompute is in the backward graph).
+    const bool reruns =
+        c.recompute == Recompute::full || (c.recompute == Recompute::per_op && c.eager_layers);
+    const int layer_runs = reruns ? 2 : 1;
     for (int l = 0; l < count; ++l) add(layer_backward(c), layer_params, layer_runs);
     if (first) add(embedding_backward(c), embedding_params);
   }

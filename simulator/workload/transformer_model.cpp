@@ -494,6 +494,46 @@ void column_backward(std::vector<PassItem>& items, const LayerContext& c, const 
   }
 }
 
+/// What torchtitan's per-op selective checkpointing runs again before a layer's backward
+/// (`_apply_op_sac` in `torchtitan/models/llama3/infra/parallelize.py`). Its policy saves the
+/// output of every matmul but every second one in the order the forward calls them, of the
+/// attention kernel and of reduce-scatters; every other op is recomputed where the backward
+/// needs its output. So: the norms, the residual add between them, the activation and (eager)
+/// the rotary embedding and copies; the all-gathers (with the cast before them); and the
+/// unsaved linears whose outputs the backward reads, the column layers'. Under torch.compile
+/// the partitioner recomputes only those; eagerly the checkpoint reruns the forward up to the
+/// last of them, so an unsaved row layer before it (`wo`) runs again too.
+std::vector<PassItem> op_recompute(const LayerContext& c) {
+  const Shape s(c);
+  std::vector<PassItem> items;
+  int linears = 0;  // the layer's matmuls in call order
+  auto columns = [&](const std::vector<Projection>& projections) {
+    column_input_cast(items, c, s, projections.front().name);
+    region_entry(items, c, s, true, fp8_tensorwise(c));
+    for (const Projection& p : projections) {
+      if (++linears % 2 == 0) {
+        linear_forward(items, c, p.name, Split::column, s.tokens, p.out, s.hidden, s.e);
+      }
+    }
+  };
+  norm_forward(items, "attention_norm", s, c.eager_layers, norm_writes_fp8(c));
+  columns(attention_projections(c, s));
+  if (c.eager_layers) {
+    eager_rope(items, s, true);
+    eager_repeat_kv(items, s, "repeat_kv");
+    eager_output_copy(items, s, "attention_output_contiguous");
+  }
+  if (++linears % 2 == 0 && c.eager_layers) {
+    linear_forward(items, c, "attention_output", Split::row, s.tokens, s.hidden, s.hidden / c.tp,
+                   s.e);
+  }
+  items.push_back(kernel(residual("attention_residual", s)));
+  norm_forward(items, "mlp_norm", s, c.eager_layers, norm_writes_fp8(c));
+  columns(mlp_projections(c, s));
+  activation_forward(items, c, s);
+  return items;
+}
+
 }  // namespace
 
 bool fused_softmax(const LayerContext& c) {
@@ -535,6 +575,8 @@ std::vector<PassItem> layer_backward(const LayerContext& c) {
   std::vector<PassItem> items;
   if (c.recompute == Recompute::full) {
     items = layer_forward(c);
+  } else if (c.recompute == Recompute::per_op) {
+    items = op_recompute(c);
   } else if (c.recompute == Recompute::selective) {
     std::vector<PassItem> core;
     attention_forward(core, c, s);

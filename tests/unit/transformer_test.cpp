@@ -534,6 +534,63 @@ TEST_CASE("torchtitan's projections are linear layers of their own, their dgrads
   }
 }
 
+TEST_CASE("per-op checkpointing reruns every second linear the backward reads, not attention") {
+  // torchtitan's Llama: SwiGLU, grouped-query attention, its own projections. The forward calls
+  // wq, wk, wv, wo, w1 (mlp_gate), w3 (mlp_up), w2: the even ones are not saved.
+  LayerContext c = small_context(1);
+  c.model.mlp = MlpKind::swiglu;
+  c.model.kv_heads = 2;
+  c.fused_projections = false;
+  c.recompute = Recompute::per_op;
+  const double tokens = 64, h = 64, ffn = 256;
+  auto recomputed = [](const std::vector<PassItem>& backward) {
+    std::vector<std::string> names;
+    for (const auto& item : backward) {
+      const std::string& name = item.kind == PassItem::Kind::kernel ? item.work.name : item.name;
+      if (name.rfind("recompute_", 0) == 0) names.push_back(name.substr(10));
+    }
+    return names;
+  };
+  const auto backward = layer_backward(c);
+  CHECK(recomputed(backward) == std::vector<std::string>{"attention_norm", "k_projection",
+                                                         "attention_residual", "mlp_norm", "mlp_up",
+                                                         "swiglu"});
+  // The recomputed GEMMs: the keys' projection and w3, in the workload's precision.
+  const double recomputed_gemms = 2 * tokens * h * (32 + ffn);
+  LayerContext saved = c;
+  saved.recompute = Recompute::none;
+  CHECK(flops_of(backward, KernelClass::gemm) ==
+        rel(flops_of(layer_backward(saved), KernelClass::gemm) + recomputed_gemms));
+  // The attention kernel's output is saved: no attention work beyond the backward's.
+  CHECK(flops_of(backward, KernelClass::attention) ==
+        flops_of(layer_backward(saved), KernelClass::attention));
+  SUBCASE("eagerly the checkpoint runs on to the last of them: wo again too") {
+    c.eager_layers = true;
+    const auto names = recomputed(layer_backward(c));
+    CHECK(std::count(names.begin(), names.end(), "attention_output") == 1);
+    CHECK(std::count(names.begin(), names.end(), "q_projection") == 0);
+    CHECK(std::count(names.begin(), names.end(), "rope_q_to_fp32") == 1);
+  }
+  SUBCASE("with sequence parallelism the gathers run again, the reduce-scatters do not") {
+    c.tp = 2;
+    c.sequence_parallel = true;
+    int gathers = 0, others = 0;
+    for (const auto& item : layer_backward(c)) {
+      if (item.kind != PassItem::Kind::collective || item.name.rfind("recompute_", 0) != 0)
+        continue;
+      (item.op == CollectiveOp::all_gather ? gathers : others) += 1;
+    }
+    CHECK(gathers == 2);
+    CHECK(others == 0);
+  }
+  SUBCASE("the loader: torchtitan only") {
+    const LayerContext titan = layer_context(load_scenario(
+        kTinyGpt, {"parallelism.framework=torchtitan", "parallelism.data_parallel=fsdp",
+                   "parallelism.recompute=per_op"}));
+    CHECK(titan.recompute == Recompute::per_op);
+  }
+}
+
 TEST_CASE("torchtitan runs element-wise ops as eager kernels; torch.compile fuses the blocks'") {
   // The small model with SwiGLU and grouped-query attention (4 heads, 2 key/value heads).
   LayerContext fused = small_context(1);
@@ -1096,6 +1153,12 @@ TEST_CASE("layer activations follow Korthikanti et al. for a GPT layer") {
     // Selective recompute drops the attention scores: 34 s b h / t with sequence parallelism.
     CHECK(layer_activation_bytes(gpt_scenario(t, t > 1, Recompute::selective)) ==
           rel(s * b * h * 34.0 / t, 1e-12));
+    // Per-op checkpointing: the input, queries, values, attention output and MLP gate (2 bytes
+    // each; ffn 4h), and the softmax statistics (fp32 per query and head).
+    Scenario per_op = gpt_scenario(t, t > 1, Recompute::per_op);
+    per_op.workload.model.attention = AttentionKernel::flash;
+    CHECK(layer_activation_bytes(per_op) ==
+          rel(s * b * h * 2 / t + s * b * (h + h + h + 4 * h) * 2 / t + s * b * a * 4 / t, 1e-12));
   }
 }
 
