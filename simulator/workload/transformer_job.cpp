@@ -152,10 +152,11 @@ struct DataParallelGroups {
 
 /// Kernels of one segment as the host issues them: a kernel starts when the host has launched it
 /// (kernel_launch_s each, collective_launch_s a collective, after the Python of the layer it
-/// opens, one after the other, from the segment's start) and the previous kernel has finished.
-/// Where the device would wait for the host, an idle entry of that length goes before the kernel.
-void issue_in_order(Segment& segment, const HostSpec& host) {
-  double host_s = 0, device_s = 0;
+/// opens, one after the other, from `host_lead_s` before the segment's start) and the previous
+/// kernel has finished. Where the device would wait for the host, an idle entry of that length
+/// goes before the kernel. Returns how far the device is behind the host at the segment's end.
+double issue_in_order(Segment& segment, const HostSpec& host, double host_lead_s = 0) {
+  double host_s = -host_lead_s, device_s = 0;
   std::vector<Kernel> issued;
   issued.reserve(segment.kernels.size());
   segment.seconds = 0;
@@ -180,6 +181,7 @@ void issue_in_order(Segment& segment, const HostSpec& host) {
   }
   segment.kernels.clear();
   for (Kernel& kernel : issued) segment.add(std::move(kernel));
+  return device_s - host_s;
 }
 
 /// Tensor-parallel collectives overlapped with a GEMM next to them (an all-gather with the GEMM
@@ -419,11 +421,15 @@ const std::vector<OpTemplate>& TransformerJobBuilder::templates_of(
   if (!added) return it->second;
   std::vector<OpTemplate>& ops = it->second;
   Segment segment;
+  // How far the host is ahead of the device when a segment starts. NCCL calls do not block the
+  // host: while a collective in the network runs, the host goes on issuing the next segment's
+  // kernels, from where it was (the device's backlog) for the collective's predicted time.
+  double host_lead_s = 0;
   auto flush = [&] {
     if (segment.kernels.empty()) return;
     segment.name = name;
     if (p_.tp_comm_overlap) overlap_layer_collectives(segment);
-    issue_in_order(segment, s_.host);
+    host_lead_s = issue_in_order(segment, s_.host, host_lead_s);
     job_.segments.push_back(std::move(segment));
     segment = Segment{};
     ops.push_back(SegmentId(job_.segments.size() - 1));
@@ -443,6 +449,8 @@ const std::vector<OpTemplate>& TransformerJobBuilder::templates_of(
       if (host_s > 0) segment.add({"host_python", KernelClass::idle, host_s});
       flush();
       ops.push_back(CollectiveTemplate{item->op, item->bytes, item->group});
+      host_lead_s = std::max(
+          0.0, host_lead_s + analytic_seconds(*item, groups) - s_.host.collective_launch_s);
     }
   }
   flush();
