@@ -204,6 +204,8 @@ VariationModel::SegmentPlan VariationModel::plan(const std::vector<Kernel>& kern
     plan.chunk_clock_s.push_back(chunk_clock);
     plan.chunk_other_s.push_back(chunk_other);
     plan.chunk_idle_s.push_back(chunk_idle);
+    plan.compute_sum_s += chunk_clock + chunk_other;
+    plan.idle_sum_s += chunk_idle;
     chunk_clock = chunk_other = chunk_idle = 0;
   };
   for (const Kernel& kernel : kernels) {
@@ -216,6 +218,11 @@ VariationModel::SegmentPlan VariationModel::plan(const std::vector<Kernel>& kern
       plan.jitter |= c.jitter >= 0;
       plan.has_inter_node |= c.inter_node;
       plan.communication_s += kernel.seconds;
+      if (c.jitter >= 0) {
+        plan.jittered.push_back(plan.collectives.size());
+      } else {
+        (c.inter_node ? plan.steady_inter_s : plan.steady_intra_s) += kernel.seconds;
+      }
       plan.collectives.push_back(c);
       continue;
     }
@@ -469,8 +476,6 @@ ExecutionTime RunVariation::execute(int rank, const std::vector<const Op*>& ops,
     const double scale = plain ? std::get<ops::ComputeFor>(*op).seconds : 1.0;
     const size_t chunks = plan.chunk_end.size();
     const size_t count = plan.sampler.size();
-    chunk_max_.assign(chunks, 0.0);
-    factors_.resize(count);
     level_.assign(members, 1.0);
     double max_slowdown = unit.max_slowdown;
     if (m.levels_) {
@@ -480,18 +485,29 @@ ExecutionTime RunVariation::execute(int rank, const std::vector<const Op*>& ops,
         max_slowdown = std::max(max_slowdown, unit.slowdown[i] * level_[i]);
       }
     }
-    if (kernel_seconds != nullptr) collective_at_.assign(plan.collectives.size(), 0);
-    const bool uniform = !plan.kernel_noise && !m.thermal_ && kernel_seconds == nullptr;
-    if (uniform) {
-      // The same kernels at full clock: the slowest member's chunks are the group's (the same
-      // products as below, so the same result to the bit).
-      const double slowest = max_slowdown * scale;
-      for (size_t c = 0; c < chunks; ++c) {
-        chunk_max_[c] =
-            (plan.chunk_clock_s[c] * 1.0 + plan.chunk_other_s[c]) * slowest + plan.chunk_idle_s[c];
+    const uint64_t comm_key = splitmix64(unit.comm_key + index * kGolden);
+    // The same kernels at full clock: the slowest member's compute is the group's, and the
+    // sums stand for the loops over chunks and collectives (also when the kernels are recorded,
+    // so that watching a run does not change its times).
+    const bool steady = !plan.kernel_noise && !m.thermal_;
+    if (steady) {
+      double communication_s = plan.steady_intra_s + plan.steady_inter_s * regime_slowdown;
+      for (size_t c : plan.jittered) {
+        const auto& collective = plan.collectives[c];
+        double t = collective.seconds *
+                   std::max(1.0, samplers[collective.jitter].draw(splitmix64(comm_key + c)));
+        if (collective.inter_node) t *= regime_slowdown;
+        communication_s += t;
       }
+      time.seconds +=
+          plan.compute_sum_s * (max_slowdown * scale) + plan.idle_sum_s + communication_s;
+      time.communication_s += communication_s;
+      if (kernel_seconds == nullptr) continue;
     }
-    for (size_t i = 0; i < (uniform ? 0 : members); ++i) {
+    chunk_max_.assign(chunks, 0.0);
+    factors_.resize(count);
+    if (kernel_seconds != nullptr) collective_at_.assign(plan.collectives.size(), 0);
+    for (size_t i = 0; i < members; ++i) {
       const double inverse_clock = 1 / clock_[i];
       const double slowdown = unit.slowdown[i] * level_[i] * scale;
       if (plan.kernel_noise) {
@@ -522,8 +538,9 @@ ExecutionTime RunVariation::execute(int rank, const std::vector<const Op*>& ops,
       }
       busy_[i] += busy;
     }
-    for (double t : chunk_max_) time.seconds += t;
-    const uint64_t comm_key = splitmix64(unit.comm_key + index * kGolden);
+    if (!steady) {
+      for (double t : chunk_max_) time.seconds += t;
+    }
     for (size_t c = 0; c < plan.collectives.size(); ++c) {
       const auto& collective = plan.collectives[c];
       double t = collective.seconds;
@@ -531,8 +548,10 @@ ExecutionTime RunVariation::execute(int rank, const std::vector<const Op*>& ops,
         t *= std::max(1.0, samplers[collective.jitter].draw(splitmix64(comm_key + c)));
       }
       if (collective.inter_node) t *= regime_slowdown;
-      time.seconds += t;
-      time.communication_s += t;
+      if (!steady) {
+        time.seconds += t;
+        time.communication_s += t;
+      }
       if (kernel_seconds != nullptr) {
         // A member waits in the collective for the slowest member's compute, then runs it.
         for (size_t i = 0; i < members; ++i) {
