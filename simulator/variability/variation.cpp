@@ -215,7 +215,6 @@ VariationModel::SegmentPlan VariationModel::plan(const std::vector<Kernel>& kern
       c.seconds = kernel.seconds;
       c.jitter = jitter_sampler(kernel.op, kernel.scope);
       c.inter_node = kernel.scope != CommScope::intra_node;
-      plan.jitter |= c.jitter >= 0;
       plan.has_inter_node |= c.inter_node;
       plan.communication_s += kernel.seconds;
       if (c.jitter >= 0) {
@@ -451,7 +450,7 @@ ExecutionTime RunVariation::execute(int rank, const std::vector<const Op*>& ops,
     const VariationModel::SegmentPlan& plan =
         plain ? m.plain_plan_ : m.segment_plans_[run->segment];
     const bool regime_applies = plan.has_inter_node && regime_slowdown != 1.0;
-    if (!plan.kernel_noise && !plan.jitter && !unit.varies && !regime_applies) {
+    if (!plan.kernel_noise && plan.jittered.empty() && !unit.varies && !regime_applies) {
       // Nothing varies: the nominal time, exactly.
       const double seconds = nominal_seconds(m.job_, *op);
       time.seconds += seconds;
@@ -486,19 +485,22 @@ ExecutionTime RunVariation::execute(int rank, const std::vector<const Op*>& ops,
       }
     }
     const uint64_t comm_key = splitmix64(unit.comm_key + index * kGolden);
+    // Collective c's time in this execution: its jitter's draw, the network regime.
+    auto collective_s = [&](size_t c) {
+      const auto& collective = plan.collectives[c];
+      double t = collective.seconds;
+      if (collective.jitter >= 0) {
+        t *= std::max(1.0, samplers[collective.jitter].draw(splitmix64(comm_key + c)));
+      }
+      return collective.inter_node ? t * regime_slowdown : t;
+    };
     // The same kernels at full clock: the slowest member's compute is the group's, and the
     // sums stand for the loops over chunks and collectives (also when the kernels are recorded,
     // so that watching a run does not change its times).
     const bool steady = !plan.kernel_noise && !m.thermal_;
     if (steady) {
       double communication_s = plan.steady_intra_s + plan.steady_inter_s * regime_slowdown;
-      for (size_t c : plan.jittered) {
-        const auto& collective = plan.collectives[c];
-        double t = collective.seconds *
-                   std::max(1.0, samplers[collective.jitter].draw(splitmix64(comm_key + c)));
-        if (collective.inter_node) t *= regime_slowdown;
-        communication_s += t;
-      }
+      for (size_t c : plan.jittered) communication_s += collective_s(c);
       time.seconds +=
           plan.compute_sum_s * (max_slowdown * scale) + plan.idle_sum_s + communication_s;
       time.communication_s += communication_s;
@@ -542,12 +544,7 @@ ExecutionTime RunVariation::execute(int rank, const std::vector<const Op*>& ops,
       for (double t : chunk_max_) time.seconds += t;
     }
     for (size_t c = 0; c < plan.collectives.size(); ++c) {
-      const auto& collective = plan.collectives[c];
-      double t = collective.seconds;
-      if (collective.jitter >= 0) {
-        t *= std::max(1.0, samplers[collective.jitter].draw(splitmix64(comm_key + c)));
-      }
-      if (collective.inter_node) t *= regime_slowdown;
+      const double t = collective_s(c);
       if (!steady) {
         time.seconds += t;
         time.communication_s += t;

@@ -56,12 +56,11 @@ class VariationModel {
     std::vector<Collective> collectives;  ///< one between consecutive chunks
     /// Sums over the chunks and the collectives, for executions that need no per-chunk times:
     /// clock-bound plus other compute, idle; collectives without jitter, apart by the regime's
-    /// scaling; and the collectives that draw jitter.
+    /// scaling; and the collectives that draw jitter (none: the segment draws no jitter).
     double compute_sum_s = 0, idle_sum_s = 0;
     double steady_intra_s = 0, steady_inter_s = 0;
     std::vector<size_t> jittered;
     bool kernel_noise = false;  ///< some kernel draws noise
-    bool jitter = false;        ///< some collective draws jitter
     bool has_inter_node = false;
     double communication_s = 0;  ///< nominal, of the analytic collectives
   };
