@@ -393,6 +393,42 @@ TEST_CASE("a launch gap inside a run of compute gives the same steps folded or s
                         kTinyGpt, {"simulation.steps=1", "engine.layer_collectives=analytic"})));
 }
 
+TEST_CASE("watching a run does not change its step times, to the bit") {
+  // Without kernel noise or thermal state an execution's time comes from its plan's sums; a
+  // rank whose kernels are recorded (a trace) also times each chunk, and must still take its
+  // time from the same sums. Levels, GPU speeds, and jitter on the analytic TP collectives
+  // inside executions (24 layers with sequence parallelism: four collectives a layer).
+  const Scenario s = load_scenario(
+      kTinyGpt, {"simulation.steps=3", "engine.layer_collectives=analytic",
+                 "parallelism.sequence_parallel=true", "workload.model.layers=24",
+                 "variability={levels: {step: {lognormal: {median: 1, sigma: 0.05}}, "
+                 "pass: {lognormal: {median: 1, sigma: 0.03}}}, "
+                 "gpus: {per_gpu: {normal: {mean: 1, stddev: 0.03, floor: 0.9}}}, "
+                 "network: {jitter: {intra_node: {lognormal: {median: 1, sigma: 0.2}}}}}"});
+  struct RecordAll : RunObserver {
+    bool watches(int) const override { return true; }
+    bool wants_kernels(int) const override { return true; }
+  };
+  auto steps = [&](bool observed) {
+    return testing::in_child([&] {
+      Topology topology(s.platform);
+      const Job job = build_job(s, topology);
+      Simulation simulation(s, job, std::move(topology));
+      const VariationModel model(s.variability, s, simulation.topology(), job);
+      RecordAll all;
+      RunRequest request{0, run_seed(s.simulation.seed, 0), &model, {}};
+      if (observed) request.observers.push_back(&all);
+      std::vector<double> times;
+      simulation.run(request, [&](int, double t) { times.push_back(t); });
+      return times;
+    });
+  };
+  const auto unwatched = steps(false), watched = steps(true);
+  REQUIRE(unwatched.size() == 3);
+  CHECK(watched == unwatched);
+  CHECK(unwatched[0] != unwatched[1]);  // the variation is there to be kept
+}
+
 TEST_CASE("level draws are seeded: the same run repeats, runs differ, a step's draw is shared") {
   const std::vector<std::string> base = {"simulation.steps=3", "engine.layer_collectives=analytic",
                                          "variability={levels: {step: {lognormal: {median: 1, "
