@@ -40,6 +40,28 @@ std::vector<double> simulate(const Scenario& s, int run = 0) {
   });
 }
 
+/// Watches every rank; `kernels`: records each kernel's duration too (as a trace does).
+struct WatchAll : RunObserver {
+  bool kernels = false;
+  bool watches(int) const override { return true; }
+  bool wants_kernels(int) const override { return kernels; }
+};
+
+/// Step times of run 0 of `s` with its variability, watched by `observer` if not null.
+std::vector<double> observed_steps(const Scenario& s, RunObserver* observer) {
+  return testing::in_child([&] {
+    Topology topology(s.platform);
+    const Job job = build_job(s, topology);
+    Simulation simulation(s, job, std::move(topology));
+    const VariationModel model(s.variability, s, simulation.topology(), job);
+    RunRequest request{0, run_seed(s.simulation.seed, 0), &model, {}};
+    if (observer != nullptr) request.observers.push_back(observer);
+    std::vector<double> times;
+    simulation.run(request, [&](int, double t) { times.push_back(t); });
+    return times;
+  });
+}
+
 double step_of(const Scenario& s, int run = 0) {
   const auto values = simulate(s, run);
   REQUIRE(values.size() == 2);
@@ -368,24 +390,8 @@ TEST_CASE("a launch gap inside a run of compute gives the same steps folded or s
       kTinyGpt, {"simulation.steps=2", "engine.layer_collectives=analytic",
                  "variability={host: {launch_gap: {unit: ms, gamma: {shape: 2, mean: 0.5}}}, "
                  "levels: {pass: {lognormal: {median: 1, sigma: 0.05}}}}"});
-  struct WatchAll : RunObserver {
-    bool watches(int) const override { return true; }
-  };
-  auto steps = [&](bool observed) {
-    return testing::in_child([&] {
-      Topology topology(s.platform);
-      const Job job = build_job(s, topology);
-      Simulation simulation(s, job, std::move(topology));
-      const VariationModel model(s.variability, s, simulation.topology(), job);
-      WatchAll all;
-      RunRequest request{0, run_seed(s.simulation.seed, 0), &model, {}};
-      if (observed) request.observers.push_back(&all);
-      std::vector<double> times;
-      simulation.run(request, [&](int, double t) { times.push_back(t); });
-      return times;
-    });
-  };
-  const auto folded = steps(false), split = steps(true);
+  WatchAll all;
+  const auto folded = observed_steps(s, nullptr), split = observed_steps(s, &all);
   REQUIRE(folded.size() == 2);
   REQUIRE(split.size() == 2);
   for (size_t i = 0; i < 2; ++i) CHECK(folded[i] == Near{split[i], 1e-9});
@@ -405,25 +411,9 @@ TEST_CASE("watching a run does not change its step times, to the bit") {
                  "pass: {lognormal: {median: 1, sigma: 0.03}}}, "
                  "gpus: {per_gpu: {normal: {mean: 1, stddev: 0.03, floor: 0.9}}}, "
                  "network: {jitter: {intra_node: {lognormal: {median: 1, sigma: 0.2}}}}}"});
-  struct RecordAll : RunObserver {
-    bool watches(int) const override { return true; }
-    bool wants_kernels(int) const override { return true; }
-  };
-  auto steps = [&](bool observed) {
-    return testing::in_child([&] {
-      Topology topology(s.platform);
-      const Job job = build_job(s, topology);
-      Simulation simulation(s, job, std::move(topology));
-      const VariationModel model(s.variability, s, simulation.topology(), job);
-      RecordAll all;
-      RunRequest request{0, run_seed(s.simulation.seed, 0), &model, {}};
-      if (observed) request.observers.push_back(&all);
-      std::vector<double> times;
-      simulation.run(request, [&](int, double t) { times.push_back(t); });
-      return times;
-    });
-  };
-  const auto unwatched = steps(false), watched = steps(true);
+  WatchAll recorder;
+  recorder.kernels = true;
+  const auto unwatched = observed_steps(s, nullptr), watched = observed_steps(s, &recorder);
   REQUIRE(unwatched.size() == 3);
   CHECK(watched == unwatched);
   CHECK(unwatched[0] != unwatched[1]);  // the variation is there to be kept
