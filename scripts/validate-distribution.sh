@@ -203,21 +203,31 @@ PY
     printf '%-58s %s\n' "$case_name" "not simulated: $(head -1 "$out/mc-$case_name-det.txt")"
     continue
   fi
+  # How much the step moves with a factor on all compute (1.1, deterministic otherwise): the
+  # compute on the step's critical path, which a shared step factor scales.
+  printf 'levels:\n  step: 1.1\n' > "$out/mc-$case_name-sensitivity.yaml"
+  "$prismsim" run "$scenario" "${args[@]}" --out "$out/mc-$case_name-sensitivity" \
+    --set "variability=$out/mc-$case_name-sensitivity.yaml" > /dev/null 2>&1
   # From the first half: host.step = its median minus the simulated deterministic step (the time
-  # the model lacks, the same on every GPU), and levels.step = 1 + (t - median) / deterministic
-  # step (empirical), a factor shared by every GPU in a step on all compute: the measured spread
-  # where compute is the whole deterministic step, less where communication is part of it.
-  "$python" - "$out/mc-$case_name-det/runs.csv" "$out/mc-$case_name-first.csv" \
-    "$out/mc-$case_name-variability.yaml" <<'PY'
+  # the model lacks, the same on every GPU), and levels.step = 1 + (t - median) / critical-path
+  # compute (empirical), a factor shared by every GPU in a step on all compute: each measured
+  # step's deviation from the median, carried by the compute that sets the step.
+  "$python" - "$out/mc-$case_name-det/runs.csv" "$out/mc-$case_name-sensitivity/runs.csv" \
+    "$out/mc-$case_name-first.csv" "$out/mc-$case_name-variability.yaml" <<'PY'
 import csv, sys
 det = float(next(csv.DictReader(open(sys.argv[1])))["step_time_s"])
-first = [float(r["step_time_s"]) for r in csv.DictReader(open(sys.argv[2]))]
+scaled = float(next(csv.DictReader(open(sys.argv[2])))["step_time_s"])
+critical = (scaled - det) / 0.1
+if critical <= 0:
+    sys.exit(f"validate-distribution: the step does not move with its compute ({det} s, {scaled} s)")
+first = [float(r["step_time_s"]) for r in csv.DictReader(open(sys.argv[3]))]
 median = sorted(first)[len(first) // 2]
-with open(sys.argv[3], "w") as o:
-    o.write(f"# first-half median {median:.6g} s, simulated deterministic step {det:.6g} s\n")
+with open(sys.argv[4], "w") as o:
+    o.write(f"# first-half median {median:.6g} s, simulated deterministic step {det:.6g} s, "
+            f"critical-path compute {critical:.6g} s\n")
     o.write(f"host:\n  step: {max(median - det, 1e-9):.6g}s\n")
     o.write("levels:\n  step: {empirical: {samples: [" +
-            ", ".join(f"{max(1 + (v - median) / det, 1e-3):.6g}" for v in first) + "]}}\n")
+            ", ".join(f"{max(1 + (v - median) / critical, 1e-3):.6g}" for v in first) + "]}}\n")
 PY
   "$prismsim" run "$scenario" "${args[@]}" --out "$out/mc-$case_name-run" --runs 20 \
     --set simulation.steps=50 --set "variability=$out/mc-$case_name-variability.yaml" \

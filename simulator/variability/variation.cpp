@@ -57,9 +57,14 @@ uint64_t stream_key(uint64_t run_seed, Purpose purpose) {
   return splitmix64(run_seed ^ splitmix64(static_cast<uint64_t>(purpose) << 32));
 }
 
-/// Draw `index` of the stream of `entity` (a GPU, node, group, ...).
+/// The stream of `entity` (a GPU, node, group, ...) among those keyed `key`.
+uint64_t entity_stream(uint64_t key, uint64_t entity) {
+  return splitmix64(key ^ splitmix64(entity));
+}
+
+/// Draw `index` of the stream of `entity`.
 uint64_t word(uint64_t key, uint64_t entity, uint64_t index = 0) {
-  return splitmix64(splitmix64(key ^ splitmix64(entity)) + index);
+  return splitmix64(entity_stream(key, entity) + index);
 }
 
 double uniform(uint64_t w) { return static_cast<double>(w >> 11) * 0x1p-53; }
@@ -273,6 +278,8 @@ RunVariation::RunVariation(const VariationModel& model, uint64_t run_seed)
     }
     if (!model.replica_of_rank_.empty())
       unit.replica = model.replica_of_rank_[static_cast<size_t>(rank)];
+    unit.microbatch_key = stream(static_cast<uint64_t>(Purpose::microbatch_level),
+                                 static_cast<uint64_t>(unit.replica));
     for (int gpu : unit.gpus) {
       unit.nodes.push_back(model.topology_.locate(gpu).node);
       double all = 1, forward = 1, backward = 1;
@@ -293,6 +300,13 @@ RunVariation::RunVariation(const VariationModel& model, uint64_t run_seed)
       unit.slow_backward.push_back(backward);
       unit.slowdown.push_back(model.varies_units_ ? persistent_slowdown(gpu) : 1.0);
       unit.kernel_keys.push_back(splitmix64(kernel_key ^ splitmix64(static_cast<uint64_t>(gpu))));
+      // Drawn at every pass: their streams' keys are kept.
+      const auto entity = static_cast<uint64_t>(gpu);
+      unit.launch_gap_keys.push_back(stream(static_cast<uint64_t>(Purpose::launch_gap), entity));
+      unit.forward_keys.push_back(
+          stream(static_cast<uint64_t>(Purpose::forward_pass_level), entity));
+      unit.backward_keys.push_back(
+          stream(static_cast<uint64_t>(Purpose::backward_pass_level), entity));
       if (model.thermal_) {
         unit.ambient_c.push_back(ambient_c(gpu));
         unit.temperature_c.push_back(model.thermal_model_.initial_c(unit.ambient_c.back()));
@@ -314,12 +328,20 @@ double RunVariation::draw(int sampler, uint64_t purpose, uint64_t entity, uint64
       word(purpose_keys_[purpose], entity, index));
 }
 
+uint64_t RunVariation::stream(uint64_t purpose, uint64_t entity) const {
+  return entity_stream(purpose_keys_[purpose], entity);
+}
+
+double RunVariation::draw_in(int sampler, uint64_t stream_key, uint64_t index) const {
+  if (sampler < 0) return 1.0;
+  return model_.samplers_[static_cast<size_t>(sampler)].draw(splitmix64(stream_key + index));
+}
+
 double RunVariation::level_factor(Unit& unit, size_t i, const Op& op, int step) {
   const VariationModel& m = model_;
   const auto* run = std::get_if<ops::RunSegment>(&op);
   const PassRef* pass = run != nullptr && run->pass ? &*run->pass : nullptr;
   const auto s = static_cast<uint64_t>(step);
-  const auto gpu = static_cast<uint64_t>(unit.gpus[i]);
   if (unit.level_step != step) {
     // The levels of the whole step, drawn once per step and member.
     unit.level_step = step;
@@ -338,15 +360,13 @@ double RunVariation::level_factor(Unit& unit, size_t i, const Op& op, int step) 
   double f = unit.step_levels[i];
   if (run != nullptr && run->microbatch && m.microbatch_level_ >= 0) {
     // Shared by every stage's passes of the replica's microbatch.
-    f *= draw(m.microbatch_level_, static_cast<uint64_t>(Purpose::microbatch_level),
-              static_cast<uint64_t>(unit.replica),
-              s * 1000003 + static_cast<uint64_t>(*run->microbatch));
+    f *= draw_in(m.microbatch_level_, unit.microbatch_key,
+                 s * 1000003 + static_cast<uint64_t>(*run->microbatch));
   }
   if (pass) {
     const int sampler = pass->forward ? m.forward_pass_level_ : m.backward_pass_level_;
-    const auto purpose = pass->forward ? Purpose::forward_pass_level : Purpose::backward_pass_level;
-    f *= draw(sampler, static_cast<uint64_t>(purpose), gpu,
-              s * 1000003 + static_cast<uint64_t>(pass->index));
+    const uint64_t key = pass->forward ? unit.forward_keys[i] : unit.backward_keys[i];
+    f *= draw_in(sampler, key, s * 1000003 + static_cast<uint64_t>(pass->index));
     f *= pass->forward ? unit.slow_forward[i] : unit.slow_backward[i];
   } else {
     f *= unit.slow_other[i];
@@ -357,13 +377,10 @@ double RunVariation::level_factor(Unit& unit, size_t i, const Op& op, int step) 
 double RunVariation::launch_gap_s(int rank, int step, const PassRef& pass) const {
   if (model_.launch_gap_ < 0) return 0;
   const Unit& unit = units_[static_cast<size_t>(rank)];
+  const uint64_t index = static_cast<uint64_t>(step) * 1000003 + static_cast<uint64_t>(pass.index);
   double gap = 0;
-  for (int gpu : unit.gpus) {
-    gap = std::max(gap,
-                   draw(model_.launch_gap_, static_cast<uint64_t>(Purpose::launch_gap),
-                        static_cast<uint64_t>(gpu),
-                        static_cast<uint64_t>(step) * 1000003 + static_cast<uint64_t>(pass.index)));
-  }
+  for (uint64_t key : unit.launch_gap_keys)
+    gap = std::max(gap, draw_in(model_.launch_gap_, key, index));
   return gap;
 }
 

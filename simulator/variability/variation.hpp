@@ -162,6 +162,10 @@ class RunVariation {
     double max_slowdown = 1;  ///< of `slowdown`
     std::vector<double> ambient_c, temperature_c;
     std::vector<uint64_t> kernel_keys;
+    /// Per member: the key of its GPU's stream of launch gaps, of forward and of backward pass
+    /// levels (the draws of every pass; see `stream`).
+    std::vector<uint64_t> launch_gap_keys, forward_keys, backward_keys;
+    uint64_t microbatch_key = 0;  ///< of the replica's stream of microbatch levels
     uint64_t comm_key = 0;
     int level_step = -1;              ///< the step `step_levels` hold
     std::vector<double> step_levels;  ///< per member: run x step x node_step x gpu_step
@@ -176,6 +180,10 @@ class RunVariation {
   double level_factor(Unit& unit, size_t i, const Op& op, int step);
   /// Draw of sampler `sampler` in the stream of `purpose` for `entity`, draw `index`.
   double draw(int sampler, uint64_t purpose, uint64_t entity, uint64_t index = 0) const;
+  /// The key of the stream of `purpose` for `entity`: draw `index` of it is
+  /// draw_in(sampler, key, index), the same value as draw(sampler, purpose, entity, index).
+  uint64_t stream(uint64_t purpose, uint64_t entity) const;
+  double draw_in(int sampler, uint64_t stream_key, uint64_t index) const;
   void record_chunk(const VariationModel::SegmentPlan& plan, size_t chunk, double inverse_clock,
                     double slowdown, double chunk_s, std::vector<double>& out);
   double ambient_c(int gpu) const;
