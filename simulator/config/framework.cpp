@@ -21,6 +21,7 @@ FrameworkPreset megatron_lm() {
   f.bucket_elements = 40e6;
   f.bucket_elements_per_rank = 1e6;
   f.has_tp_comm_overlap = true;  // Transformer Engine userbuffers
+  f.has_defer_embedding_wgrad = true;
   f.host = {8e-6, 8e-6, 0};
   return f;
 }

@@ -32,6 +32,7 @@ struct FrameworkPreset {
   bool reshard_after_forward_with_pp = true;   ///< default with it
   bool has_hsdp = false;
   bool has_tp_comm_overlap = false;
+  bool has_defer_embedding_wgrad = false;  ///< Megatron-Core's defer_embedding_wgrad_compute
   /// Element-wise ops run as PyTorch eager's kernels, one per op (torchtitan), unless
   /// `torch_compile` fuses those of the transformer blocks; else as fused kernels (Transformer
   /// Engine's, Apex's, Megatron's).

@@ -137,6 +137,21 @@ void read_framework_mechanics(MapReader& p, Scenario& s) {
     refuse(p, "tp_comm_overlap", fmt::format("'{}' needs tp > 1", p.path_of("tp_comm_overlap")));
   }
 
+  assign(par.defer_embedding_wgrad, p.boolean("defer_embedding_wgrad", false));
+  if (par.defer_embedding_wgrad && !f.has_defer_embedding_wgrad) {
+    refuse(p, "defer_embedding_wgrad",
+           fmt::format("{} does not defer the output layer's weight gradients; "
+                       "defer_embedding_wgrad is Megatron-Core's defer_embedding_wgrad_compute "
+                       "(framework: megatron-lm)",
+                       framework));
+  }
+  assign(par.wgrad_deferral_limit, p.integer("wgrad_deferral_limit", false, 0, 1 << 20));
+  if (!par.defer_embedding_wgrad) {
+    refuse(p, "wgrad_deferral_limit",
+           fmt::format("'{}' applies with defer_embedding_wgrad: true",
+                       p.path_of("wgrad_deferral_limit")));
+  }
+
   if (par.recompute == Recompute::per_op && !f.has_per_op_recompute) {
     refuse(p, "recompute",
            fmt::format("{} has no per-op selective checkpointing; recompute per_op is "

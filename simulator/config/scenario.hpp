@@ -309,6 +309,11 @@ struct ParallelismSpec {
   /// Tensor-parallel collectives overlapped with the GEMMs next to them (Transformer Engine's
   /// userbuffers, torchtitan's async TP): a collective costs only what its GEMM does not hide.
   bool tp_comm_overlap = false;
+  /// The output layer's weight gradients of the first `wgrad_deferral_limit` backward passes
+  /// (0: all) computed after the stage's last backward pass, in the pipeline flush (Megatron-Core's
+  /// defer_embedding_wgrad_compute and wgrad_deferral_limit).
+  bool defer_embedding_wgrad = false;
+  int wgrad_deferral_limit = 0;
   /// torchtitan's `training.compile`: Inductor fuses each transformer block's element-wise ops
   /// (the final norm and the loss stay eager); false: one eager kernel per op.
   bool torch_compile = false;

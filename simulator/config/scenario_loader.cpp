@@ -48,6 +48,8 @@ const std::vector<std::string> kTransformerOnlyKeys = {"sequence_parallel",
                                                        "gradient_sync",
                                                        "gradient_buckets",
                                                        "tp_comm_overlap",
+                                                       "defer_embedding_wgrad",
+                                                       "wgrad_deferral_limit",
                                                        "torch_compile",
                                                        "fused_projections"};
 

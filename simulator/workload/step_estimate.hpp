@@ -17,8 +17,9 @@ namespace prismsim {
 /// data-parallel gradient collectives, not overlapped (one all-reduce for DDP, one reduce-scatter
 /// and one all-gather of all parameters for ZeRO and, as an approximation, for FSDP), the
 /// tied-embedding and gradient-norm all-reduces, the optimizer and the host's per-step time. It
-/// matches the simulator for DDP and ZeRO jobs without overlap, one gradient bucket and analytic
-/// layer collectives when the network has no contention. Kernel shapes are built once; seconds()
+/// matches the simulator for DDP and ZeRO jobs without overlap, one gradient bucket, analytic
+/// layer collectives and no deferred output-layer weight gradients when the network has no
+/// contention. Kernel shapes are built once; seconds()
 /// re-times them for any compute-model and host parameters.
 class StepEstimate {
  public:

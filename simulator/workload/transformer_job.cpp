@@ -240,9 +240,13 @@ class TransformerJobBuilder {
   /// The factor on compute kernel times that makes a pass of virtual stage `vs` take its
   /// parallelism.stage_times entry (1 without one).
   double stage_time_scale(bool forward, int vs);
-  /// The ops of units [begin, end) of a forward or backward pass of virtual stage `vs`.
+  /// The ops of units [begin, end) of a forward or backward pass of virtual stage `vs`; with
+  /// `defer_wgrad`, without the output layer's weight gradient.
   const std::vector<OpTemplate>& templates(bool forward, int vs, size_t begin, size_t end,
-                                           const LayerGroups& groups);
+                                           const LayerGroups& groups, bool defer_wgrad = false);
+  /// The output layer's weight gradients of `count` microbatches, one after the other: the
+  /// pipeline flush's drain of deferred ones (Megatron-Core's finish_embedding_wgrad_compute).
+  const std::vector<OpTemplate>& deferred_wgrads(int count, const LayerGroups& groups);
   /// A segment of its own for one memory-bound kernel (the optimizer's).
   SegmentId single_kernel_segment(const std::string& name, const KernelWork& work);
   double kernel_time(const KernelWork& work) const;
@@ -459,9 +463,13 @@ const std::vector<OpTemplate>& TransformerJobBuilder::templates_of(
 
 const std::vector<OpTemplate>& TransformerJobBuilder::templates(bool forward, int vs, size_t begin,
                                                                 size_t end,
-                                                                const LayerGroups& groups) {
-  const std::string key =
-      fmt::format("{}{}:{}-{}:{}", forward ? 'f' : 'b', vs, begin, end, groups.key());
+                                                                const LayerGroups& groups,
+                                                                bool defer_wgrad) {
+  const std::string key = fmt::format("{}{}:{}-{}:{}",
+                                      forward       ? 'f'
+                                      : defer_wgrad ? 'd'
+                                                    : 'b',
+                                      vs, begin, end, groups.key());
   if (auto it = templates_.find(key); it != templates_.end()) return it->second;
   const StageLayers& layers = layers_[static_cast<size_t>(vs)];
   const std::string name = fmt::format("{} layers {}-{}", forward ? "forward" : "backward",
@@ -469,9 +477,23 @@ const std::vector<OpTemplate>& TransformerJobBuilder::templates(bool forward, in
   std::vector<const PassItem*> items;
   const auto& all = units(forward, vs);
   for (size_t u = begin; u < end; ++u) {
-    for (const PassItem& item : all[u].items) items.push_back(&item);
+    for (const PassItem& item : all[u].items) {
+      if (!(defer_wgrad && item.embedding_wgrad)) items.push_back(&item);
+    }
   }
   return templates_of(key, name, items, groups, stage_time_scale(forward, vs));
+}
+
+const std::vector<OpTemplate>& TransformerJobBuilder::deferred_wgrads(int count,
+                                                                      const LayerGroups& groups) {
+  const int last_vs = p_.pp * p_.virtual_stages - 1;
+  std::vector<const PassItem*> items;
+  for (const PassItem& item : units(false, last_vs).front().items) {
+    if (item.embedding_wgrad) items.assign(static_cast<size_t>(count), &item);
+  }
+  return templates_of(fmt::format("deferred_wgrad:{}:{}", count, groups.key()),
+                      "deferred output-layer wgrad", items, groups,
+                      stage_time_scale(false, last_vs));
 }
 
 double TransformerJobBuilder::stage_time_scale(bool forward, int vs) {
@@ -640,9 +662,15 @@ std::shared_ptr<Program> TransformerJobBuilder::rank_program(int rank) {
   // forward frees them nor a gradient reduction per microbatch does.
   const bool keep_gathered = !p_.reshard_after_forward && !p_.reduce_every_microbatch;
   std::optional<EventId> previous_started;  // FSDP: a unit's gather waits for the previous unit
+  int deferred = 0;  // output-layer weight gradients left for the pipeline flush
   for (size_t i = 0; i < passes.size(); ++i) {
     const PipelinePass& pass = passes[i];
     const int vs = virtual_stage(pass.chunk, stage, pp);
+    // Megatron-Core buffers the output gradients of the first wgrad_deferral_limit backward
+    // passes (0: all) and computes their weight gradients in the flush.
+    const bool defer_wgrad = p_.defer_embedding_wgrad && !pass.forward && vs == last_vs &&
+                             (p_.wgrad_deferral_limit == 0 || deferred < p_.wgrad_deferral_limit);
+    deferred += defer_wgrad;
     const size_t chunk = static_cast<size_t>(pass.chunk);
     const bool receives = pass.forward ? vs > 0 : vs < last_vs;
     const bool sends = pass.forward ? vs < last_vs : vs > 0;
@@ -679,7 +707,8 @@ std::shared_ptr<Program> TransformerJobBuilder::rank_program(int rank) {
           compute.push_back(ops::Wait{gathered});
           compute.push_back(ops::Record{started});
         }
-        emit(compute, templates(pass.forward, vs, u, u + 1, groups), groups, pass.microbatch, &ref);
+        emit(compute, templates(pass.forward, vs, u, u + 1, groups, defer_wgrad), groups,
+             pass.microbatch, &ref);
         if (reduces) {
           const EventId ready = program->add_event();
           compute.push_back(ops::Record{ready});
@@ -702,7 +731,8 @@ std::shared_ptr<Program> TransformerJobBuilder::rank_program(int rank) {
       for (size_t u = 0; u < pass_units.size(); ++u) {
         pending_elements += pass_units[u].parameters;
         if (pending_elements >= per_bucket || u + 1 == pass_units.size()) {
-          emit(compute, templates(false, vs, begin, u + 1, groups), groups, pass.microbatch, &ref);
+          emit(compute, templates(false, vs, begin, u + 1, groups, defer_wgrad), groups,
+               pass.microbatch, &ref);
           begin = u + 1;
           close_bucket(zero2);
         }
@@ -719,7 +749,7 @@ std::shared_ptr<Program> TransformerJobBuilder::rank_program(int rank) {
         begin = u;
       }
     } else {
-      emit(compute, templates(pass.forward, vs, 0, pass_units.size(), groups), groups,
+      emit(compute, templates(pass.forward, vs, 0, pass_units.size(), groups, defer_wgrad), groups,
            pass.microbatch, &ref);
     }
     if (sends) {
@@ -728,6 +758,9 @@ std::shared_ptr<Program> TransformerJobBuilder::rank_program(int rank) {
     }
   }
 
+  // The deferred weight gradients, after the stage's last backward pass (Megatron-Core's
+  // finish_embedding_wgrad_compute runs before finalize_model_grads_func).
+  if (deferred > 0) emit(compute, deferred_wgrads(deferred, groups), groups, -1);
   // Gradients reduced; the tied embedding's gradient summed over the first and last stages; the
   // gradient norm; then the optimizer on this rank's share of the parameters.
   double optimizer_parameters = rank_parameters;

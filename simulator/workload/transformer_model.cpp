@@ -677,6 +677,7 @@ std::vector<PassItem> head_backward(const LayerContext& c) {
   // The output layer is not a Transformer Engine module (Megatron-Core's ColumnParallelLinear;
   // torchtitan's float8 conversion skips `output`): it stays in the workload's precision.
   linear_backward(items, c, "output_head", Split::column, s.tokens, s.hidden, vocab, s.e, false);
+  items.back().embedding_wgrad = true;  // not FP8: linear_backward's last item is the wgrad
   region_entry(items, c, s, false);
   norm_backward(items, "final_norm", s, c.eager_head);
   return items;

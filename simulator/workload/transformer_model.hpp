@@ -22,6 +22,9 @@ struct PassItem {
   /// Runs of its unit's module code (a layer's Python) before this item, the unit's first: 1,
   /// 2 in a fully recomputed layer's backward; 0 for the other items (`host.layer_launch`).
   int module_runs = 0;
+  /// The output layer's weight gradient, which Megatron can defer to the pipeline flush
+  /// (`parallelism.defer_embedding_wgrad`).
+  bool embedding_wgrad = false;
 };
 
 /// One rank's share of a transformer: its tensor- and context-parallel slice of one microbatch.

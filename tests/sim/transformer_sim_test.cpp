@@ -180,6 +180,127 @@ TEST_CASE("a 1F1B pipeline on slow links matches the closed-form schedule with t
 
 namespace {
 
+/// Seconds of the output layer's weight gradient in one backward pass.
+double embedding_wgrad_seconds(const Scenario& s) {
+  double seconds = 0;
+  for (const PassItem& item : head_backward(layer_context(s))) {
+    if (item.embedding_wgrad)
+      seconds += kernel_seconds(item.work, s.platform.gpu, s.workload.precision);
+  }
+  return seconds;
+}
+
+// Megatron-Core's defer_embedding_wgrad_compute: the last stage's backward passes leave out the
+// output layer's weight gradient and compute all of them after its last one. With two stages the
+// step ends with the first stage's last backward (the pipeline's makespan) or with the drain, m
+// weight gradients after the last stage's last backward, which is the first stage's last
+// backward and one transfer earlier.
+void check_deferred_drain(bool long_drain) {
+  CAPTURE(long_drain);
+  const int p = 2, m = 16;
+  auto scenario = [&](bool defer) {
+    std::vector<std::string> sets = {"parallelism.gpus=2", "parallelism.tp=1", "parallelism.pp=2",
+                                     "parallelism.dp=1", "parallelism.pipeline_sends=async"};
+    if (long_drain) sets.push_back("workload.model.vocab=400000");
+    if (defer) sets.push_back("parallelism.defer_embedding_wgrad=true");
+    return tiny(sets);
+  };
+  const Scenario deferred = scenario(true);
+  REQUIRE(microbatches_per_replica(deferred) == m);
+  const double w = embedding_wgrad_seconds(deferred);
+  REQUIRE(w > 0);
+  std::vector<double> forward, backward;
+  for (int vs = 0; vs < p; ++vs) {
+    const auto [f, b] = stage_seconds(deferred, vs, p, 2);
+    forward.push_back(f);
+    backward.push_back(b);
+  }
+  backward[1] -= w;
+  const Topology topology(deferred.platform);
+  std::vector<int> route;
+  topology.route(0, 1, route);
+  double bandwidth = 1e300;
+  for (int link : route)
+    bandwidth = std::min(bandwidth, topology.links()[static_cast<size_t>(link)].bandwidth_Bps);
+  const double transfer = topology.route_latency(0, 1) + 512.0 * 256 * 2 / bandwidth;
+  const double makespan =
+      pipeline_makespan(PipelineSchedule::one_f_one_b, p, 1, m, forward, backward, transfer);
+  const double drained = makespan - transfer - backward[0] + m * w;
+  const LayerContext c = layer_context(deferred);
+  const double norm = predicted_call_seconds({0, 1}, topology, deferred.platform,
+                                             CollectiveOp::all_reduce, 8, Algorithm::automatic);
+  const double expected =
+      std::max(makespan, drained) + norm +
+      optimizer_seconds(deferred, 2 * layer_parameters(c.model) + embedding_parameters(c));
+  CAPTURE(makespan);
+  CAPTURE(drained);
+  CHECK((drained > makespan) == long_drain);
+  const double simulated = simulate_step(deferred);
+  CHECK(simulated == rel(expected, 1e-6));
+  CHECK(simulated < simulate_step(scenario(false)));
+}
+
+}  // namespace
+
+TEST_CASE("deferred output-layer weight gradients shorten the last stage's passes, then drain") {
+  // tiny-gpt's vocabulary: the drain fits in the last stage's idle time; 400,000: it ends the step.
+  check_deferred_drain(false);
+  check_deferred_drain(true);
+}
+
+TEST_CASE("a deferral limit leaves the later microbatches' weight gradients in their passes") {
+  auto job_of = [](std::vector<std::string> sets) {
+    sets.insert(sets.end(),
+                {"parallelism.gpus=2", "parallelism.tp=1", "parallelism.pp=2", "parallelism.dp=1"});
+    const Scenario s = tiny(sets);
+    return std::make_pair(s, build_transformer_job(s, Topology(s.platform)));
+  };
+  // Kernels named like the output layer's weight gradient in the last stage's program, and its
+  // nominal compute time.
+  auto last_stage = [](const Job& job) {
+    int wgrads = 0;
+    double seconds = 0;
+    for (const Op& op : job.program_of_rank[1]->streams[0]) {
+      seconds += nominal_seconds(job, op);
+      if (const auto* run = std::get_if<ops::RunSegment>(&op)) {
+        for (const Kernel& k : job.segments[run->segment].kernels)
+          wgrads += k.name == "output_head_wgrad";
+      }
+    }
+    return std::make_pair(wgrads, seconds);
+  };
+  const auto [plain_s, plain] = job_of({});
+  const auto [all_s, all] = job_of({"parallelism.defer_embedding_wgrad=true"});
+  const auto [limited_s, limited] =
+      job_of({"parallelism.defer_embedding_wgrad=true", "parallelism.wgrad_deferral_limit=3"});
+  const auto [plain_wgrads, plain_seconds] = last_stage(plain);
+  const auto [all_wgrads, all_seconds] = last_stage(all);
+  const auto [limited_wgrads, limited_seconds] = last_stage(limited);
+  // 16 weight gradients either way (a drain's are one segment's kernels): the work is moved,
+  // not changed.
+  CHECK(plain_wgrads == 16);
+  CHECK(all_wgrads == 16);
+  CHECK(limited_wgrads == 16);
+  CHECK(all_seconds == rel(plain_seconds, 1e-12));
+  CHECK(limited_seconds == rel(plain_seconds, 1e-12));
+  // The drain: one segment of the deferred weight gradients, on the last stage only.
+  auto drain = [](const Job& job, int rank) {
+    for (const Op& op : job.program_of_rank[static_cast<size_t>(rank)]->streams[0]) {
+      const auto* run = std::get_if<ops::RunSegment>(&op);
+      if (run && job.segments[run->segment].name == "deferred output-layer wgrad") {
+        return job.segments[run->segment].kernels.size();
+      }
+    }
+    return size_t{0};
+  };
+  CHECK(drain(plain, 1) == 0);
+  CHECK(drain(all, 1) == 16);
+  CHECK(drain(limited, 1) == 3);
+  CHECK(drain(all, 0) == 0);
+}
+
+namespace {
+
 /// Step times of tiny-gpt on one node with TP 8, its collectives in the network and analytic.
 /// Kernels take 1 ns of host time, so that the collectives are a large part of the step.
 std::pair<double, double> tp_step_times(int microbatch, const char* algorithm) {

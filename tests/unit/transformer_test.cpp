@@ -1221,6 +1221,19 @@ TEST_CASE("memory of a two-stage 1F1B pipeline with a sharded optimizer, by hand
   CHECK(ddp[0].optimizer == rel(12 * params));
 }
 
+TEST_CASE("deferred output-layer weight gradients hold their inputs until the flush, by hand") {
+  Scenario s = memory_scenario(2, 4, DataParallelKind::zero1);
+  const double before = estimate_memory(s)[1].activations;
+  // Per deferred microbatch: the output gradient, 64 tokens x 128 vocabulary, and the output
+  // layer's input, 64 x 64, at 2 bytes; 4 microbatches, or the limit's 3.
+  s.parallelism.defer_embedding_wgrad = true;
+  CHECK(estimate_memory(s)[1].activations == rel(before + 4 * 2 * (64.0 * 128 + 64 * 64)));
+  s.parallelism.wgrad_deferral_limit = 3;
+  CHECK(estimate_memory(s)[1].activations == rel(before + 3 * 2 * (64.0 * 128 + 64 * 64)));
+  // The first stage has no output layer.
+  CHECK(estimate_memory(s)[0].activations == rel(2 * 2 * kLayerActivations));
+}
+
 TEST_CASE("memory of a single stage counts both the embedding and the untied output head") {
   // The single stage holds every parameter: 4 layers, the embedding and the head (untied, as
   // model_parameters and the job's optimizer count them).
