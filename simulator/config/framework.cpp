@@ -15,9 +15,10 @@ FrameworkPreset megatron_lm() {
   f.order = {PD::tp, PD::cp, PD::dp, PD::pp};  // Megatron-Core's "tp-cp-ep-dp-pp"
   f.data_parallel_modes = {DP::ddp, DP::zero1, DP::fsdp};
   f.pipeline_transfers = {PipelineTransfer::full};
-  f.blocking_pipeline_sends = true;  // batched isend/irecv, waited for
-  f.reduce_16bit_in_fp32 = true;     // accumulate_allreduce_grads_in_fp32 for bf16
-  f.buckets_on_every_stage = false;  // bucketing only on pp rank 0, first chunk
+  f.blocking_pipeline_sends = true;     // batched isend/irecv, waited for
+  f.interleaved_receives_ahead = true;  // overlap_p2p_comm, on by default
+  f.reduce_16bit_in_fp32 = true;        // accumulate_allreduce_grads_in_fp32 for bf16
+  f.buckets_on_every_stage = false;     // bucketing only on pp rank 0, first chunk
   f.bucket_elements = 40e6;
   f.bucket_elements_per_rank = 1e6;
   f.has_tp_comm_overlap = true;  // Transformer Engine userbuffers

@@ -17,7 +17,10 @@ struct FrameworkPreset {
   std::vector<DataParallelKind> data_parallel_modes;  ///< the first is the default
   std::vector<PipelineTransfer> pipeline_transfers;   ///< the first is the default
   bool blocking_pipeline_sends = true;                ///< 1F1B and GPipe
-  bool sequence_parallel = false;                     ///< default when tp > 1
+  /// Interleaved: each pass's receive posted after the rank's previous pass of its direction
+  /// (Megatron's overlap_p2p_comm), not on reaching the pass.
+  bool interleaved_receives_ahead = false;
+  bool sequence_parallel = false;  ///< default when tp > 1
   bool overlap_gradient_reduce = false;
   bool overlap_param_gather = false;
   /// Gradients of a 16-bit model reduced in fp32 (else in the workload precision).

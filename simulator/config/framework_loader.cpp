@@ -71,6 +71,16 @@ void read_framework_mechanics(MapReader& p, Scenario& s) {
     }
   }
 
+  par.pipeline_receives_ahead = interleaved && f.interleaved_receives_ahead;
+  if (auto receives = p.choice("pipeline_receives", false, {"on_use", "ahead"})) {
+    par.pipeline_receives_ahead = *receives == 1;
+    if (par.pipeline_receives_ahead && !interleaved) {
+      refuse(p, "pipeline_receives",
+             "receives posted ahead are the interleaved schedule's (Megatron's "
+             "overlap_p2p_comm); 1F1B and GPipe receive on reaching the pass");
+    }
+  }
+
   par.overlap_param_gather = f.overlap_param_gather;
   assign(par.overlap_param_gather, p.boolean("overlap_param_gather", false));
   if (par.data_parallel != DataParallelKind::zero1) {

@@ -289,6 +289,10 @@ struct ParallelismSpec {
   /// A stage's pipeline sends complete before it computes on (batched send/receive pairs,
   /// waited for, as Megatron and DeepSpeed's pipeline engine do); false: sends run on their own.
   bool blocking_pipeline_sends = false;
+  /// A stage posts each pass's receive after its previous pass of the same direction, so that
+  /// the transfer runs while it computes (Megatron's interleaved schedule with overlap_p2p_comm);
+  /// false: on reaching the pass.
+  bool pipeline_receives_ahead = false;
   /// ZeRO-1: the parameter all-gather of the next step overlaps its first forward pass, bucket
   /// by bucket (Megatron's overlap_param_gather); false: after the optimizer, exposed.
   bool overlap_param_gather = false;

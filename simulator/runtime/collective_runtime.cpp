@@ -38,6 +38,10 @@ void receive(sg4::Mailbox* mailbox) {
   mailbox->get_init()->set_dst_data(reinterpret_cast<void**>(&sink), sizeof(void*))->wait();
 }
 
+sg4::CommPtr post_receive(sg4::Mailbox* mailbox) {
+  return mailbox->get_init()->set_dst_data(reinterpret_cast<void**>(&sink), sizeof(void*))->start();
+}
+
 GroupRuntime::GroupRuntime(int id, std::vector<int> gpu_of_position, const Topology& topology,
                            const PlatformSpec& platform, const EngineSpec& engine)
     : id_(id),

@@ -25,6 +25,8 @@ struct EventCounters {
 simgrid::s4u::CommPtr send_async(simgrid::s4u::Mailbox* mailbox, uint64_t bytes);
 /// Blocks until a message arrives on `mailbox`: one simcall, where Mailbox::get makes two.
 void receive(simgrid::s4u::Mailbox* mailbox);
+/// Posts a receive on `mailbox`; the caller waits for it later.
+simgrid::s4u::CommPtr post_receive(simgrid::s4u::Mailbox* mailbox);
 
 /// One collective call, resolved: the plan to run and how.
 struct PreparedCollective {

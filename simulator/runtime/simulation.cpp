@@ -4,8 +4,11 @@
 
 #include <algorithm>
 #include <cassert>
+#include <deque>
 #include <simgrid/s4u.hpp>
+#include <stdexcept>
 #include <string>
+#include <tuple>
 
 #include "core/overloaded.hpp"
 #include "platform/sim_platform.hpp"
@@ -237,26 +240,42 @@ void Simulation::Run::stream_main(int rank, int stream) {
   const std::vector<Op>& ops = program.streams[static_cast<size_t>(stream)];
   RankEvents& events = events_[static_cast<size_t>(rank)];
   const bool watched = !watchers_[static_cast<size_t>(rank)].empty();
-  // The mailbox of each send and receive, looked up once: a lookup is a simcall.
+  // The mailbox of each send and receive, looked up once: a lookup is a simcall. Activations
+  // and gradients between two ranks have mailboxes of their own ("p0>1", "p1>0b"), so that
+  // receives posted ahead match their direction's sends.
   std::vector<sg4::Mailbox*> mailbox_of_op(ops.size(), nullptr);
+  // Per mailbox of a PostRecv: the receives posted and not yet awaited, oldest first.
+  std::vector<std::pair<sg4::Mailbox*, std::deque<sg4::CommPtr>>> posted;
   {
-    std::vector<std::pair<std::pair<int, int>, sg4::Mailbox*>> seen;
-    auto mailbox = [&](std::pair<int, int> edge) {
+    std::vector<std::pair<std::tuple<int, int, bool>, sg4::Mailbox*>> seen;
+    auto mailbox = [&](int from, int to, bool backward) {
+      const auto edge = std::make_tuple(from, to, backward);
       auto it =
           std::find_if(seen.begin(), seen.end(), [&](const auto& e) { return e.first == edge; });
       if (it != seen.end()) return it->second;
-      seen.emplace_back(edge,
-                        sg4::Mailbox::by_name(fmt::format("p{}>{}", edge.first, edge.second)));
+      seen.emplace_back(
+          edge, sg4::Mailbox::by_name(fmt::format("p{}>{}{}", from, to, backward ? "b" : "")));
       return seen.back().second;
     };
     for (size_t i = 0; i < ops.size(); ++i) {
       if (const auto* send = std::get_if<ops::Send>(&ops[i])) {
-        mailbox_of_op[i] = mailbox({rank, send->peer});
+        mailbox_of_op[i] = mailbox(rank, send->peer, send->backward);
       } else if (const auto* recv = std::get_if<ops::Recv>(&ops[i])) {
-        mailbox_of_op[i] = mailbox({recv->peer, rank});
+        mailbox_of_op[i] = mailbox(recv->peer, rank, recv->backward);
+      } else if (const auto* post = std::get_if<ops::PostRecv>(&ops[i])) {
+        mailbox_of_op[i] = mailbox(post->peer, rank, post->backward);
+        if (std::none_of(posted.begin(), posted.end(),
+                         [&](const auto& p) { return p.first == mailbox_of_op[i]; })) {
+          posted.emplace_back(mailbox_of_op[i], std::deque<sg4::CommPtr>{});
+        }
       }
     }
   }
+  auto posted_at = [&](sg4::Mailbox* mailbox) -> std::deque<sg4::CommPtr>& {
+    return std::find_if(posted.begin(), posted.end(),
+                        [&](const auto& p) { return p.first == mailbox; })
+        ->second;
+  };
   std::vector<sg4::CommPtr> sends;     // complete on their own; awaited at the step's end
   std::vector<sg4::CommPtr> blocking;  // awaited after the receive batched with them, if any
   std::vector<const Op*> fused;        // consecutive compute ops: one execution
@@ -271,7 +290,8 @@ void Simulation::Run::stream_main(int rank, int stream) {
     }
     for (size_t op_index = 0; op_index < ops.size(); ++op_index) {
       const Op& op = ops[op_index];
-      if (!blocking.empty() && !std::holds_alternative<ops::Recv>(op)) {
+      if (!blocking.empty() && !std::holds_alternative<ops::Recv>(op) &&
+          !std::holds_alternative<ops::PostRecv>(op)) {
         sg4::Comm::wait_all(blocking);
         blocking.clear();
       }
@@ -313,12 +333,24 @@ void Simulation::Run::stream_main(int rank, int stream) {
                 ++result_.counters.transfers;
                 notable = false;
               },
-              [&](const ops::Recv&) {
-                receive(mailbox_of_op[op_index]);
+              [&](const ops::Recv& recv) {
+                if (recv.posted) {
+                  auto& pending = posted_at(mailbox_of_op[op_index]);
+                  if (pending.empty())
+                    throw std::logic_error("a receive waited for was not posted");
+                  pending.front()->wait();
+                  pending.pop_front();
+                } else {
+                  receive(mailbox_of_op[op_index]);
+                }
                 if (!blocking.empty()) {
                   sg4::Comm::wait_all(blocking);
                   blocking.clear();
                 }
+              },
+              [&](const ops::PostRecv&) {
+                posted_at(mailbox_of_op[op_index]).push_back(post_receive(mailbox_of_op[op_index]));
+                notable = false;
               },
               [&](const ops::Record& record) {
                 const std::unique_lock lock(*events.mutex);

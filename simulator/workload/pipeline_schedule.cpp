@@ -1,6 +1,7 @@
 #include "workload/pipeline_schedule.hpp"
 
 #include <algorithm>
+#include <array>
 #include <map>
 #include <stdexcept>
 
@@ -65,7 +66,8 @@ double peak_held(const std::vector<PipelinePass>& passes,
 
 double pipeline_makespan(PipelineSchedule schedule, int pp, int virtual_stages, int microbatches,
                          const std::vector<double>& forward_s,
-                         const std::vector<double>& backward_s, double transfer_s) {
+                         const std::vector<double>& backward_s, double transfer_s,
+                         bool receives_ahead) {
   const int v = schedule == PipelineSchedule::interleaved ? virtual_stages : 1;
   const int stages = pp * v;
   std::vector<std::vector<PipelinePass>> order(static_cast<size_t>(pp));
@@ -75,6 +77,8 @@ double pipeline_makespan(PipelineSchedule schedule, int pp, int virtual_stages, 
   std::map<std::tuple<bool, int, int>, double> done;
   std::vector<size_t> next(static_cast<size_t>(pp), 0);
   std::vector<double> free_at(static_cast<size_t>(pp), 0.0);
+  // Per rank and direction (forward, backward): when its last pass of that direction ended.
+  std::vector<std::array<double, 2>> direction_done(static_cast<size_t>(pp), {0.0, 0.0});
   size_t remaining = 0;
   for (const auto& o : order) remaining += o.size();
   while (remaining > 0) {
@@ -88,18 +92,23 @@ double pipeline_makespan(PipelineSchedule schedule, int pp, int virtual_stages, 
         // A forward needs the previous virtual stage's forward; a backward the next one's
         // backward (the last virtual stage starts its backward from its own forward). A
         // transfer between ranks starts when the sender has the data and the receiver has
-        // posted its receive, on reaching this pass (rendezvous, as NCCL's send/recv).
+        // posted its receive, on reaching this pass (rendezvous, as NCCL's send/recv) or, ahead,
+        // after its previous pass of the same direction.
         const bool first = pass.forward ? vs == 0 : vs == stages - 1;
+        const size_t direction = pass.forward ? 0 : 1;
         if (!first) {
           const int from = pass.forward ? vs - 1 : vs + 1;
           auto it = done.find({pass.forward, pass.microbatch, from});
           if (it == done.end()) break;
+          const double posted =
+              receives_ahead ? direction_done[static_cast<size_t>(s)][direction] : start;
           start = (from % pp) == s ? std::max(start, it->second)
-                                   : std::max(start, it->second) + transfer_s;
+                                   : std::max(start, std::max(posted, it->second) + transfer_s);
         }
         const double duration =
             pass.forward ? forward_s[static_cast<size_t>(vs)] : backward_s[static_cast<size_t>(vs)];
         free_at[static_cast<size_t>(s)] = start + duration;
+        direction_done[static_cast<size_t>(s)][direction] = start + duration;
         done[{pass.forward, pass.microbatch, vs}] = start + duration;
         ++i;
         --remaining;

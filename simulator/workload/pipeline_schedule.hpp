@@ -34,10 +34,14 @@ inline int virtual_stage(int chunk, int stage, int pp) { return chunk * pp + sta
 /// Duration of one step of the pipeline when every pass of virtual stage v takes
 /// forward_s[v] / backward_s[v] and each transfer between virtual stages on different ranks takes
 /// transfer_s: passes run in schedule order on each rank; a transfer starts once the sender has
-/// finished the producing pass and the receiver is free to take it, and the pass follows it.
-/// The closed form that the simulator must match where nothing else interferes.
+/// finished the producing pass and the receiver is free to take it, and the pass follows it;
+/// with `receives_ahead`, once the receiver has finished its previous pass of the same direction
+/// (it posted the receive then: Megatron's overlap_p2p_comm), so that the transfer can run while
+/// it computes another pass. The closed form that the simulator must match where nothing else
+/// interferes.
 double pipeline_makespan(PipelineSchedule schedule, int pp, int virtual_stages, int microbatches,
                          const std::vector<double>& forward_s,
-                         const std::vector<double>& backward_s, double transfer_s);
+                         const std::vector<double>& backward_s, double transfer_s,
+                         bool receives_ahead = false);
 
 }  // namespace prismsim

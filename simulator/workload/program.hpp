@@ -85,12 +85,23 @@ struct Send {
   double bytes = 0;
   std::optional<int> microbatch;
   bool blocking = false;
+  bool backward = false;  ///< a gradient (pipelines keep the two directions apart)
 };
-/// Receive `bytes` from rank `peer` (blocks until it arrives).
+/// Receive `bytes` from rank `peer` (blocks until it arrives). With `posted`, the receive was
+/// posted by an earlier PostRecv (the oldest not yet awaited from that peer and direction) and
+/// this waits for it.
 struct Recv {
   int peer = 0;
   double bytes = 0;
   std::optional<int> microbatch;
+  bool backward = false;
+  bool posted = false;
+};
+/// Post a receive from rank `peer` that a later Recv with `posted` waits for: the transfer can
+/// run while the stream computes (Megatron's overlap_p2p_comm).
+struct PostRecv {
+  int peer = 0;
+  bool backward = false;
 };
 /// Mark one of this rank's events as reached (once per step).
 struct Record {
@@ -104,7 +115,7 @@ struct Wait {
 }  // namespace ops
 
 using Op = std::variant<ops::RunSegment, ops::ComputeFor, ops::Collective, ops::Send, ops::Recv,
-                        ops::Record, ops::Wait>;
+                        ops::PostRecv, ops::Record, ops::Wait>;
 
 /// Whether `op` is compute (run back to back with neighbouring compute as one execution).
 inline bool is_compute(const Op& op) {

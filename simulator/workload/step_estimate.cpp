@@ -14,6 +14,7 @@ StepEstimate::StepEstimate(const Scenario& s, const Topology& topology)
       virtual_stages_(s.parallelism.virtual_stages),
       microbatches_(microbatches_per_replica(s)),
       tp_comm_overlap_(s.parallelism.tp_comm_overlap),
+      receives_ahead_(s.parallelism.pipeline_receives_ahead),
       precision_(s.workload.precision) {
   const auto& p = s.parallelism;
   const LayerContext context = layer_context(s);
@@ -143,7 +144,7 @@ double StepEstimate::seconds(const GpuSpec& gpu, const HostSpec& host) const {
       std::max(host.kernel_launch_s, kernel_seconds(zero_gradients_, gpu, precision_));
   return host.step_s +
          pipeline_makespan(schedule_, pp_, virtual_stages_, microbatches_, forward_s, backward_s,
-                           transfer_s_) +
+                           transfer_s_, receives_ahead_) +
          data_parallel_s_ + optimizer_s;
 }
 

@@ -45,6 +45,7 @@ class StepEstimate {
   PipelineSchedule schedule_;
   int pp_ = 1, virtual_stages_ = 1, microbatches_ = 1;
   bool tp_comm_overlap_ = false;
+  bool receives_ahead_ = false;
   std::vector<PassCost> forward_, backward_;  ///< per virtual stage
   double transfer_s_ = 0;
   double data_parallel_s_ = 0;  ///< slowest stage's gradient collectives and fixed all-reduces

@@ -663,6 +663,28 @@ std::shared_ptr<Program> TransformerJobBuilder::rank_program(int rank) {
   const bool keep_gathered = !p_.reshard_after_forward && !p_.reduce_every_microbatch;
   std::optional<EventId> previous_started;  // FSDP: a unit's gather waits for the previous unit
   int deferred = 0;  // output-layer weight gradients left for the pipeline flush
+  // The peer pass `i` receives from, if any.
+  auto source_of = [&](size_t i) -> std::optional<int> {
+    const PipelinePass& pass = passes[i];
+    const int vs = virtual_stage(pass.chunk, stage, pp);
+    if (pass.forward ? vs == 0 : vs == last_vs) return std::nullopt;
+    return stage_rank(pass.forward ? vs - 1 : vs + 1);
+  };
+  // Receives posted ahead (Megatron's overlap_p2p_comm): each pass's receive right after this
+  // rank's previous pass of the same direction, the first of each direction's at the step start.
+  auto post_receive_of = [&](size_t i) {
+    if (const auto peer = source_of(i)) compute.push_back(ops::PostRecv{*peer, !passes[i].forward});
+  };
+  auto next_of_direction = [&](size_t after, bool forward) {
+    size_t j = after;
+    while (j < passes.size() && passes[j].forward != forward) ++j;
+    return j;
+  };
+  if (p_.pipeline_receives_ahead) {
+    for (bool forward : {true, false}) {
+      if (const size_t j = next_of_direction(0, forward); j < passes.size()) post_receive_of(j);
+    }
+  }
   for (size_t i = 0; i < passes.size(); ++i) {
     const PipelinePass& pass = passes[i];
     const int vs = virtual_stage(pass.chunk, stage, pp);
@@ -672,12 +694,11 @@ std::shared_ptr<Program> TransformerJobBuilder::rank_program(int rank) {
                              (p_.wgrad_deferral_limit == 0 || deferred < p_.wgrad_deferral_limit);
     deferred += defer_wgrad;
     const size_t chunk = static_cast<size_t>(pass.chunk);
-    const bool receives = pass.forward ? vs > 0 : vs < last_vs;
     const bool sends = pass.forward ? vs < last_vs : vs > 0;
     PassRef ref{static_cast<int>(i), pass.forward, true};
-    if (receives) {
-      compute.push_back(
-          ops::Recv{stage_rank(pass.forward ? vs - 1 : vs + 1), transfer_bytes, pass.microbatch});
+    if (const auto peer = source_of(i)) {
+      compute.push_back(ops::Recv{*peer, transfer_bytes, pass.microbatch, !pass.forward,
+                                  p_.pipeline_receives_ahead});
       if (context_.pipeline_gathers()) {
         emit(compute,
              templates_of(fmt::format("gather:{}", groups.key()), "pipeline all-gather",
@@ -754,7 +775,12 @@ std::shared_ptr<Program> TransformerJobBuilder::rank_program(int rank) {
     }
     if (sends) {
       compute.push_back(ops::Send{stage_rank(pass.forward ? vs + 1 : vs - 1), transfer_bytes,
-                                  pass.microbatch, p_.blocking_pipeline_sends});
+                                  pass.microbatch, p_.blocking_pipeline_sends, !pass.forward});
+    }
+    if (p_.pipeline_receives_ahead) {
+      if (const size_t j = next_of_direction(i + 1, pass.forward); j < passes.size()) {
+        post_receive_of(j);
+      }
     }
   }
 

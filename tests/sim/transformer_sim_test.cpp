@@ -77,6 +77,18 @@ std::pair<double, double> stage_seconds(const Scenario& s, int vs, int stages, i
   return {forward, backward};
 }
 
+/// tiny-gpt's activation (b s h, bf16) from GPU 0 to GPU 1 over NVLink: the route's latency,
+/// then the bytes at its narrowest link.
+double activation_transfer_s(const Topology& topology) {
+  std::vector<int> route;
+  topology.route(0, 1, route);
+  REQUIRE(!route.empty());
+  double bandwidth = 1e300;
+  for (int link : route)
+    bandwidth = std::min(bandwidth, topology.links()[static_cast<size_t>(link)].bandwidth_Bps);
+  return topology.route_latency(0, 1) + 512.0 * 256 * 2 / bandwidth;
+}
+
 double optimizer_seconds(const Scenario& s, double parameters) {
   const int gradient_bytes = bytes_per_element(s.parallelism.gradient_reduce_precision);
   return kernel_seconds(
@@ -121,15 +133,8 @@ void check_pipeline(const Scenario& s, double epsilon) {
     forward.push_back(f);
     backward.push_back(b);
   }
-  // b s h bf16 activations over NVLink: latency, then bytes at the route's narrowest link.
   const Topology topology(s.platform);
-  std::vector<int> route;
-  topology.route(0, 1, route);
-  REQUIRE(!route.empty());
-  double bandwidth = 1e300;
-  for (int link : route)
-    bandwidth = std::min(bandwidth, topology.links()[static_cast<size_t>(link)].bandwidth_Bps);
-  const double transfer = topology.route_latency(0, 1) + 512.0 * 256 * 2 / bandwidth;
+  const double transfer = activation_transfer_s(topology);
   const LayerContext c = layer_context(s);
   // Stage 0 finishes last (its backward ends the pipeline); it then updates its layer and the
   // embedding, as the last stage does its layer and the head.
@@ -178,6 +183,53 @@ TEST_CASE("a 1F1B pipeline on slow links matches the closed-form schedule with t
       2e-6);
 }
 
+// Megatron's interleaved schedule with overlap_p2p_comm posts each pass's receive after the
+// rank's previous pass of the same direction: a transfer runs while the receiver computes. The
+// links' latency makes the transfers as long as passes (300 us); their bandwidth is unlimited, as
+// the closed form has no sharing of a link by transfers that overlap.
+TEST_CASE(
+    "interleaved pipelines with slow transfers match the closed form, receives ahead or not") {
+  const int p = 2, v = 2, m = 16;
+  for (const bool ahead : {false, true}) {
+    CAPTURE(ahead);
+    const Scenario s =
+        tiny({"parallelism.gpus=2", "parallelism.tp=1", "parallelism.pp=2", "parallelism.dp=1",
+              "parallelism.schedule=interleaved", "parallelism.virtual_stages=2",
+              "platform.node.nvlink.bandwidth=1Pbps", "platform.node.nvlink.latency=300us",
+              std::string("parallelism.pipeline_receives=") + (ahead ? "ahead" : "on_use")});
+    REQUIRE(s.parallelism.pipeline_receives_ahead == ahead);
+    REQUIRE(microbatches_per_replica(s) == m);
+    std::vector<double> forward, backward;
+    for (int vs = 0; vs < p * v; ++vs) {
+      const auto [f, b] = stage_seconds(s, vs, p * v, 1);
+      forward.push_back(f);
+      backward.push_back(b);
+    }
+    const Topology topology(s.platform);
+    const double transfer = activation_transfer_s(topology);
+    const LayerContext c = layer_context(s);
+    // Rank 0 ends the step (virtual stage 0's last backward); then the gradient norm and its
+    // optimizer over two layers and the embedding.
+    const double norm = predicted_call_seconds({0, 1}, topology, s.platform,
+                                               CollectiveOp::all_reduce, 8, Algorithm::automatic);
+    const double makespan = pipeline_makespan(PipelineSchedule::interleaved, p, v, m, forward,
+                                              backward, transfer, ahead);
+    const double expected =
+        makespan + norm +
+        optimizer_seconds(s, 2 * layer_parameters(c.model) + embedding_parameters(c));
+    CAPTURE(transfer);
+    CAPTURE(makespan);
+    const double simulated = simulate_step(s);
+    CHECK(simulated == rel(expected, 2e-6));
+    // Ahead, the transfers hide behind the other direction's passes.
+    if (ahead) {
+      CHECK(makespan < pipeline_makespan(PipelineSchedule::interleaved, p, v, m, forward, backward,
+                                         transfer, false) -
+                           4 * transfer);
+    }
+  }
+}
+
 namespace {
 
 /// Seconds of the output layer's weight gradient in one backward pass.
@@ -217,12 +269,7 @@ void check_deferred_drain(bool long_drain) {
   }
   backward[1] -= w;
   const Topology topology(deferred.platform);
-  std::vector<int> route;
-  topology.route(0, 1, route);
-  double bandwidth = 1e300;
-  for (int link : route)
-    bandwidth = std::min(bandwidth, topology.links()[static_cast<size_t>(link)].bandwidth_Bps);
-  const double transfer = topology.route_latency(0, 1) + 512.0 * 256 * 2 / bandwidth;
+  const double transfer = activation_transfer_s(topology);
   const double makespan =
       pipeline_makespan(PipelineSchedule::one_f_one_b, p, 1, m, forward, backward, transfer);
   const double drained = makespan - transfer - backward[0] + m * w;
