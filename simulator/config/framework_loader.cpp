@@ -154,6 +154,11 @@ void read_framework_mechanics(MapReader& p, Scenario& s) {
                        "defer_embedding_wgrad is Megatron-Core's defer_embedding_wgrad_compute "
                        "(framework: megatron-lm)",
                        framework));
+  } else if (par.defer_embedding_wgrad && par.pp < 2) {
+    refuse(p, "defer_embedding_wgrad",
+           fmt::format("'{}' needs pp > 1: the weight gradients go into the pipeline flush "
+                       "(Megatron-Core refuses it without pipeline parallelism)",
+                       p.path_of("defer_embedding_wgrad")));
   }
   assign(par.wgrad_deferral_limit, p.integer("wgrad_deferral_limit", false, 0, 1 << 20));
   if (!par.defer_embedding_wgrad) {
