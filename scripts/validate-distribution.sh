@@ -206,8 +206,12 @@ PY
   # How much the step moves with a factor on all compute (1.1, deterministic otherwise): the
   # compute on the step's critical path, which a shared step factor scales.
   printf 'levels:\n  step: 1.1\n' > "$out/mc-$case_name-sensitivity.yaml"
-  "$prismsim" run "$scenario" "${args[@]}" --out "$out/mc-$case_name-sensitivity" \
-    --set "variability=$out/mc-$case_name-sensitivity.yaml" > /dev/null 2>&1
+  if ! "$prismsim" run "$scenario" "${args[@]}" --out "$out/mc-$case_name-sensitivity" \
+      --set "variability=$out/mc-$case_name-sensitivity.yaml" \
+      > "$out/mc-$case_name-sensitivity.txt" 2>&1; then
+    printf '%-58s %s\n' "$case_name" "not simulated: $(head -1 "$out/mc-$case_name-sensitivity.txt")"
+    continue
+  fi
   # From the first half: host.step = its median minus the simulated deterministic step (the time
   # the model lacks, the same on every GPU), and levels.step = 1 + (t - median) / critical-path
   # compute (empirical), a factor shared by every GPU in a step on all compute: each measured

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cassert>
 #include <deque>
+#include <optional>
 #include <simgrid/s4u.hpp>
 #include <stdexcept>
 #include <string>
@@ -243,39 +244,35 @@ void Simulation::Run::stream_main(int rank, int stream) {
   // The mailbox of each send and receive, looked up once: a lookup is a simcall. Activations
   // and gradients between two ranks have mailboxes of their own ("p0>1", "p1>0b"), so that
   // receives posted ahead match their direction's sends.
-  std::vector<sg4::Mailbox*> mailbox_of_op(ops.size(), nullptr);
-  // Per mailbox of a PostRecv: the receives posted and not yet awaited, oldest first.
-  std::vector<std::pair<sg4::Mailbox*, std::deque<sg4::CommPtr>>> posted;
-  {
-    std::vector<std::pair<std::tuple<int, int, bool>, sg4::Mailbox*>> seen;
-    auto mailbox = [&](int from, int to, bool backward) {
-      const auto edge = std::make_tuple(from, to, backward);
-      auto it =
-          std::find_if(seen.begin(), seen.end(), [&](const auto& e) { return e.first == edge; });
-      if (it != seen.end()) return it->second;
-      seen.emplace_back(
-          edge, sg4::Mailbox::by_name(fmt::format("p{}>{}{}", from, to, backward ? "b" : "")));
-      return seen.back().second;
-    };
-    for (size_t i = 0; i < ops.size(); ++i) {
-      if (const auto* send = std::get_if<ops::Send>(&ops[i])) {
-        mailbox_of_op[i] = mailbox(rank, send->peer, send->backward);
-      } else if (const auto* recv = std::get_if<ops::Recv>(&ops[i])) {
-        mailbox_of_op[i] = mailbox(recv->peer, rank, recv->backward);
-      } else if (const auto* post = std::get_if<ops::PostRecv>(&ops[i])) {
-        mailbox_of_op[i] = mailbox(post->peer, rank, post->backward);
-        if (std::none_of(posted.begin(), posted.end(),
-                         [&](const auto& p) { return p.first == mailbox_of_op[i]; })) {
-          posted.emplace_back(mailbox_of_op[i], std::deque<sg4::CommPtr>{});
-        }
-      }
-    }
-  }
-  auto posted_at = [&](sg4::Mailbox* mailbox) -> std::deque<sg4::CommPtr>& {
-    return std::find_if(posted.begin(), posted.end(),
-                        [&](const auto& p) { return p.first == mailbox; })
-        ->second;
+  struct Edge {
+    std::tuple<int, int, bool> key;  // from, to, backward
+    sg4::Mailbox* mailbox;
+    std::deque<sg4::CommPtr> posted;  // receives posted and not yet awaited, oldest first
   };
+  std::vector<Edge> edges;
+  std::vector<size_t> edge_of_op(ops.size(), 0);
+  for (size_t i = 0; i < ops.size(); ++i) {
+    std::optional<std::tuple<int, int, bool>> key;
+    if (const auto* send = std::get_if<ops::Send>(&ops[i])) {
+      key.emplace(rank, send->peer, send->backward);
+    } else if (const auto* recv = std::get_if<ops::Recv>(&ops[i])) {
+      key.emplace(recv->peer, rank, recv->backward);
+    } else if (const auto* post = std::get_if<ops::PostRecv>(&ops[i])) {
+      key.emplace(post->peer, rank, post->backward);
+    }
+    if (!key) continue;
+    auto it =
+        std::find_if(edges.begin(), edges.end(), [&](const Edge& e) { return e.key == *key; });
+    if (it == edges.end()) {
+      const auto [from, to, backward] = *key;
+      edges.push_back(
+          {*key,
+           sg4::Mailbox::by_name(fmt::format("p{}>{}{}", from, to, backward ? "b" : "")),
+           {}});
+      it = edges.end() - 1;
+    }
+    edge_of_op[i] = static_cast<size_t>(it - edges.begin());
+  }
   std::vector<sg4::CommPtr> sends;     // complete on their own; awaited at the step's end
   std::vector<sg4::CommPtr> blocking;  // awaited after the receive batched with them, if any
   std::vector<const Op*> fused;        // consecutive compute ops: one execution
@@ -318,52 +315,54 @@ void Simulation::Run::stream_main(int rank, int stream) {
       }
       const double start = sg4::Engine::get_clock();
       bool notable = true;  // observers hear of collectives, receives and waits
-      std::visit(
-          Overloaded{
-              [](const ops::RunSegment&) {},
-              [](const ops::ComputeFor&) {},
-              [&](const ops::Collective& c) { collective(rank, c); },
-              [&](const ops::Send& send) {
-                // Transfer jitter stretches the transfer's bandwidth time: its size grows.
-                const double bytes =
-                    variation_ ? send.bytes * variation_->transfer_slowdown(rank, send.peer)
-                               : send.bytes;
-                (send.blocking ? blocking : sends)
-                    .push_back(send_async(mailbox_of_op[op_index], static_cast<uint64_t>(bytes)));
-                ++result_.counters.transfers;
-                notable = false;
-              },
-              [&](const ops::Recv& recv) {
-                if (recv.posted) {
-                  auto& pending = posted_at(mailbox_of_op[op_index]);
-                  if (pending.empty())
-                    throw std::logic_error("a receive waited for was not posted");
-                  pending.front()->wait();
-                  pending.pop_front();
-                } else {
-                  receive(mailbox_of_op[op_index]);
-                }
-                if (!blocking.empty()) {
-                  sg4::Comm::wait_all(blocking);
-                  blocking.clear();
-                }
-              },
-              [&](const ops::PostRecv&) {
-                posted_at(mailbox_of_op[op_index]).push_back(post_receive(mailbox_of_op[op_index]));
-                notable = false;
-              },
-              [&](const ops::Record& record) {
-                const std::unique_lock lock(*events.mutex);
-                ++events.recorded[record.event.index()];
-                events.changed->notify_all();
-                notable = false;
-              },
-              [&](const ops::Wait& wait) {
-                std::unique_lock lock(*events.mutex);
-                while (events.recorded[wait.event.index()] <= step) events.changed->wait(lock);
-              },
-          },
-          op);
+      std::visit(Overloaded{
+                     [](const ops::RunSegment&) {},
+                     [](const ops::ComputeFor&) {},
+                     [&](const ops::Collective& c) { collective(rank, c); },
+                     [&](const ops::Send& send) {
+                       // Transfer jitter stretches the transfer's bandwidth time: its size grows.
+                       const double bytes =
+                           variation_ ? send.bytes * variation_->transfer_slowdown(rank, send.peer)
+                                      : send.bytes;
+                       (send.blocking ? blocking : sends)
+                           .push_back(send_async(edges[edge_of_op[op_index]].mailbox,
+                                                 static_cast<uint64_t>(bytes)));
+                       ++result_.counters.transfers;
+                       notable = false;
+                     },
+                     [&](const ops::Recv& recv) {
+                       Edge& edge = edges[edge_of_op[op_index]];
+                       if (recv.posted) {
+                         if (edge.posted.empty())
+                           throw std::logic_error("a receive waited for was not posted");
+                         edge.posted.front()->wait();
+                         edge.posted.pop_front();
+                       } else {
+                         receive(edge.mailbox);
+                       }
+                       if (!blocking.empty()) {
+                         sg4::Comm::wait_all(blocking);
+                         blocking.clear();
+                       }
+                     },
+                     [&](const ops::PostRecv&) {
+                       Edge& edge = edges[edge_of_op[op_index]];
+                       edge.posted.push_back(post_receive(edge.mailbox));
+                       notable = false;
+                     },
+                     [&](const ops::Record& record) {
+                       const std::unique_lock lock(*events.mutex);
+                       ++events.recorded[record.event.index()];
+                       events.changed->notify_all();
+                       notable = false;
+                     },
+                     [&](const ops::Wait& wait) {
+                       std::unique_lock lock(*events.mutex);
+                       while (events.recorded[wait.event.index()] <= step)
+                         events.changed->wait(lock);
+                     },
+                 },
+                 op);
       if (watched && notable) notify({rank, stream, step, start, sg4::Engine::get_clock(), &op});
     }
     if (!fused.empty()) {

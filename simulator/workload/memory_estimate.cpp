@@ -113,15 +113,11 @@ std::vector<MemoryEstimate> estimate_memory(const Scenario& scenario) {
     if (p.recompute == Recompute::full) m.transient = full_layer;
     const bool last = (chunks - 1) % p.pp == stage;
     if (last) m.transient = std::max(m.transient, c.tokens() * vocab * (e + 4));
-    if (last && p.defer_embedding_wgrad) {
+    if (last) {
       // Until the flush: each deferred microbatch's output gradient (tokens x vocabulary / tp)
       // and the output layer's input (its sequence-parallel shard).
-      const int microbatches = microbatches_per_replica(scenario);
-      const int deferred = p.wgrad_deferral_limit == 0
-                               ? microbatches
-                               : std::min(microbatches, p.wgrad_deferral_limit);
       const double input = c.tokens() * c.model.hidden * e / (c.sequence_parallel ? p.tp : 1);
-      m.activations += deferred * (c.tokens() * vocab * e + input);
+      m.activations += deferred_embedding_wgrads(scenario) * (c.tokens() * vocab * e + input);
     }
     out.push_back(m);
   }

@@ -93,6 +93,14 @@ int microbatches_per_replica(const Scenario& s) {
   return static_cast<int>(s.workload.global_batch / (s.parallelism.dp * s.workload.microbatch));
 }
 
+int deferred_embedding_wgrads(const Scenario& s) {
+  const ParallelismSpec& p = s.parallelism;
+  if (!p.defer_embedding_wgrad) return 0;
+  const int microbatches = microbatches_per_replica(s);
+  return p.wgrad_deferral_limit == 0 ? microbatches
+                                     : std::min(microbatches, p.wgrad_deferral_limit);
+}
+
 std::vector<PassUnit> pass_units(const LayerContext& c, const std::vector<StageLayers>& layers,
                                  bool forward, int vs) {
   std::vector<PassUnit> out;
@@ -465,11 +473,8 @@ const std::vector<OpTemplate>& TransformerJobBuilder::templates(bool forward, in
                                                                 size_t end,
                                                                 const LayerGroups& groups,
                                                                 bool defer_wgrad) {
-  const std::string key = fmt::format("{}{}:{}-{}:{}",
-                                      forward       ? 'f'
-                                      : defer_wgrad ? 'd'
-                                                    : 'b',
-                                      vs, begin, end, groups.key());
+  const char kind = forward ? 'f' : defer_wgrad ? 'd' : 'b';
+  const std::string key = fmt::format("{}{}:{}-{}:{}", kind, vs, begin, end, groups.key());
   if (auto it = templates_.find(key); it != templates_.end()) return it->second;
   const StageLayers& layers = layers_[static_cast<size_t>(vs)];
   const std::string name = fmt::format("{} layers {}-{}", forward ? "forward" : "backward",
@@ -487,10 +492,10 @@ const std::vector<OpTemplate>& TransformerJobBuilder::templates(bool forward, in
 const std::vector<OpTemplate>& TransformerJobBuilder::deferred_wgrads(int count,
                                                                       const LayerGroups& groups) {
   const int last_vs = p_.pp * p_.virtual_stages - 1;
-  std::vector<const PassItem*> items;
-  for (const PassItem& item : units(false, last_vs).front().items) {
-    if (item.embedding_wgrad) items.assign(static_cast<size_t>(count), &item);
-  }
+  const auto& head = units(false, last_vs).front().items;
+  const auto wgrad = std::find_if(head.begin(), head.end(),
+                                  [](const PassItem& item) { return item.embedding_wgrad; });
+  const std::vector<const PassItem*> items(static_cast<size_t>(count), &*wgrad);
   return templates_of(fmt::format("deferred_wgrad:{}:{}", count, groups.key()),
                       "deferred output-layer wgrad", items, groups,
                       stage_time_scale(false, last_vs));
@@ -662,7 +667,8 @@ std::shared_ptr<Program> TransformerJobBuilder::rank_program(int rank) {
   // forward frees them nor a gradient reduction per microbatch does.
   const bool keep_gathered = !p_.reshard_after_forward && !p_.reduce_every_microbatch;
   std::optional<EventId> previous_started;  // FSDP: a unit's gather waits for the previous unit
-  int deferred = 0;  // output-layer weight gradients left for the pipeline flush
+  const int deferrals = deferred_embedding_wgrads(s_);
+  int deferred = 0;  // output-layer weight gradients left for the pipeline flush so far
   // The peer pass `i` receives from, if any.
   auto source_of = [&](size_t i) -> std::optional<int> {
     const PipelinePass& pass = passes[i];
@@ -690,8 +696,7 @@ std::shared_ptr<Program> TransformerJobBuilder::rank_program(int rank) {
     const int vs = virtual_stage(pass.chunk, stage, pp);
     // Megatron-Core buffers the output gradients of the first wgrad_deferral_limit backward
     // passes (0: all) and computes their weight gradients in the flush.
-    const bool defer_wgrad = p_.defer_embedding_wgrad && !pass.forward && vs == last_vs &&
-                             (p_.wgrad_deferral_limit == 0 || deferred < p_.wgrad_deferral_limit);
+    const bool defer_wgrad = !pass.forward && vs == last_vs && deferred < deferrals;
     deferred += defer_wgrad;
     const size_t chunk = static_cast<size_t>(pass.chunk);
     const bool sends = pass.forward ? vs < last_vs : vs > 0;

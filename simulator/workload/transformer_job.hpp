@@ -55,6 +55,9 @@ LayerContext layer_context(const Scenario& scenario);
 
 /// Microbatches each data-parallel replica runs per step.
 int microbatches_per_replica(const Scenario& scenario);
+/// Backward passes of the output layer whose weight gradients wait for the pipeline flush: the
+/// first `wgrad_deferral_limit` of them (0: all), none without `defer_embedding_wgrad`.
+int deferred_embedding_wgrads(const Scenario& scenario);
 
 /// Builds every rank's program for a transformer workload: its pipeline passes in schedule order
 /// with their kernels fused into segments, point-to-point transfers between stages,

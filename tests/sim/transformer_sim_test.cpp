@@ -300,7 +300,7 @@ TEST_CASE("a deferral limit leaves the later microbatches' weight gradients in t
     sets.insert(sets.end(),
                 {"parallelism.gpus=2", "parallelism.tp=1", "parallelism.pp=2", "parallelism.dp=1"});
     const Scenario s = tiny(sets);
-    return std::make_pair(s, build_transformer_job(s, Topology(s.platform)));
+    return build_transformer_job(s, Topology(s.platform));
   };
   // Kernels named like the output layer's weight gradient in the last stage's program, and its
   // nominal compute time.
@@ -316,9 +316,9 @@ TEST_CASE("a deferral limit leaves the later microbatches' weight gradients in t
     }
     return std::make_pair(wgrads, seconds);
   };
-  const auto [plain_s, plain] = job_of({});
-  const auto [all_s, all] = job_of({"parallelism.defer_embedding_wgrad=true"});
-  const auto [limited_s, limited] =
+  const Job plain = job_of({});
+  const Job all = job_of({"parallelism.defer_embedding_wgrad=true"});
+  const Job limited =
       job_of({"parallelism.defer_embedding_wgrad=true", "parallelism.wgrad_deferral_limit=3"});
   const auto [plain_wgrads, plain_seconds] = last_stage(plain);
   const auto [all_wgrads, all_seconds] = last_stage(all);
