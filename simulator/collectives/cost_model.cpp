@@ -78,6 +78,12 @@ std::vector<PhaseLoads> phase_loads(const CollectivePlan& plan, int group_size,
       plan.phase(pos, static_cast<int>(phase), step);
       step.merge_by_peer();
       const int src = gpu_of_position[static_cast<size_t>(pos)];
+      double sent = 0;
+      for (const Send& send : step.sends) sent += send.bytes;
+      if (sent > out.busiest_sender_bytes) {
+        out.busiest_sender_bytes = sent;
+        out.busiest_sender_link = topology.nvlink_up_link(src);
+      }
       for (const Send& send : step.sends) {
         const int dst = gpu_of_position[static_cast<size_t>(send.peer)];
         path.clear();
@@ -127,6 +133,10 @@ std::vector<PhaseCost> cost_phases(const std::vector<PhaseLoads>& loads, const T
       cost.bandwidth_s =
           std::max(cost.bandwidth_s, bytes / links[static_cast<size_t>(link)].bandwidth_Bps);
     }
+    if (in.busiest_sender_link >= 0) {
+      cost.member_stream_s = in.busiest_sender_bytes /
+                             links[static_cast<size_t>(in.busiest_sender_link)].bandwidth_Bps;
+    }
     cost.message_latency_s = cost.latency_steps * cost.max_hop_latency_s;
     // A pipelined phase, hop by hop along its slowest path (see phase_paths); the (k - 1) chunk
     // times are in bandwidth_s, and its other latency steps (one per extra chunk) keep max_hop.
@@ -167,7 +177,7 @@ double wire_bytes(double bytes, const ProtocolSpec& protocol) {
 
 double streaming_seconds(const PhaseCost& phase, const ProtocolSpec& protocol) {
   if (!protocol.streamed) return 0;
-  return phase.bandwidth_s / phase.forwarding_steps / protocol.bandwidth_efficiency;
+  return phase.member_stream_s / phase.forwarding_steps / protocol.bandwidth_efficiency;
 }
 
 double phase_remainder_seconds(const PhaseCost& phase, const ProtocolSpec& protocol) {

@@ -22,6 +22,7 @@ struct PhaseCost {
   double pipeline_fill_s = 0;    ///< a pipeline's fill and drain: its path's extra chunk times
   int forwarding_steps = 1;      ///< store-and-forward steps the phase's data passes in turn
   int overlapping_chunks = 0;    ///< CollectivePlan::overlapping_chunks
+  double member_stream_s = 0;    ///< the busiest sender's bytes at its NVLink rate
 };
 
 /// Where each of `gpus` sits (node, slot), as plans need it.
@@ -42,7 +43,9 @@ struct PhaseLoads {
   int forwarding_steps = 1;
   int overlapping_chunks = 0;
   std::vector<std::pair<int, double>> link_bytes;  ///< (link, bytes), in order of first use
-  std::vector<std::vector<int>> routes;            ///< distinct routes of the phase's messages
+  int busiest_sender_link = -1;     ///< the NVLink port of the member that sends the most bytes
+  double busiest_sender_bytes = 0;  ///< what that member sends in the phase
+  std::vector<std::vector<int>> routes;  ///< distinct routes of the phase's messages
   struct Path {
     std::vector<std::vector<int>> hops;  ///< each hop's route
     double chunk_bytes = 0;
@@ -67,8 +70,10 @@ std::vector<PhaseCost> estimate_phases(const CollectivePlan& plan, int group_siz
 /// for a streamed protocol (which pays its rate in streaming_seconds instead).
 double wire_bytes(double bytes, const ProtocolSpec& protocol);
 
-/// A streamed protocol's rate, paid once per phase for one forwarding step's share of the phase's
-/// busiest link: bandwidth_s / forwarding_steps / efficiency. 0 for other protocols.
+/// A streamed protocol's rate, paid once per phase for one forwarding step's share of the busiest
+/// sender's bytes at efficiency x its NVLink bandwidth (LL and LL128 are bound by the GPU's
+/// handling of flagged lines, not by the link they cross): member_stream_s / forwarding_steps /
+/// efficiency. 0 for other protocols.
 double streaming_seconds(const PhaseCost& phase, const ProtocolSpec& protocol);
 
 /// The part of a coarse phase that is not simulated: the algorithm's other message latencies, the

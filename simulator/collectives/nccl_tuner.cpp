@@ -141,7 +141,14 @@ double nccl_estimate_seconds(TunerKind kind, const TunerInputs& in, Algorithm al
                          ? (v28 ? (gen == static_cast<int>(GpuGeneration::ampere) ? 1 : 0) : gen)
                          : (in.amd_cpu ? 1 : 0);
   const double ll_max = k.ll_max[ll_row][nodes_index];
-  const double per_channel = nodes <= 2 ? in.intra_channel_GBps : in.inter_channel_GBps;
+  // A multi-node graph's search starts with equal intra- and inter-node speeds, each channel
+  // bound by its NIC; only a tree's intra speed may then rise, to twice the inter one
+  // (src/graph/search.cc, ncclTopoCompute). The tuner reads the intra speed up to two nodes.
+  double per_channel = in.intra_channel_GBps;
+  if (nodes > 1) {
+    const double inter = std::min(in.intra_channel_GBps, in.inter_channel_GBps);
+    per_channel = nodes > 2 || a != kTree ? inter : std::min(in.intra_channel_GBps, 2 * inter);
+  }
   double bus = channels * per_channel;
   if (v28 && gen == static_cast<int>(GpuGeneration::ampere)) bus = std::min(bus, 235.0);
   const int tree_row = v28 ? (gen == static_cast<int>(GpuGeneration::ampere) ? 1 : 0) : gen;

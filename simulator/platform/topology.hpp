@@ -57,6 +57,8 @@ class Topology {
 
   /// Appends the links crossed from `src` to `dst` (GPU indices), in order.
   void route(int src, int dst, std::vector<int>& out) const;
+  /// The link from `gpu` to its node's NVSwitch.
+  int nvlink_up_link(int gpu) const { return gpu * kPortsPerGpu + kNvlinkUp; }
   /// Sum of the latencies along route(src, dst), in seconds.
   double route_latency(int src, int dst) const;
   int datacenter_count() const { return static_cast<int>(dc_names_.size()); }

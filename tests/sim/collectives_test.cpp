@@ -126,6 +126,24 @@ TEST_CASE(
   }
 }
 
+TEST_CASE("a streamed protocol's rate is its sending GPU's, whichever link limits the transfer") {
+  // Ring all-reduce on four nodes of one GPU: every step crosses the fabric, whose NICs carry
+  // the bytes at link speed; the streamed protocol's rate, e x the sender's NVLink bandwidth
+  // (LL and LL128 are bound by the GPU's flag handling, not by the link), is paid once for one
+  // step's S/n.
+  const int n = 4;
+  const double S = 8e6, e = 0.25, step_latency = 3e-7;
+  const double steps = 2.0 * (n - 1), a = kNicLatency + kHop;
+  PlatformSpec p = platform(1, n);
+  p.collectives.protocols = {{"P", e, 0.0, step_latency, true}};
+  const double expected = steps * (a + step_latency + S / n / kNicBps) + S / n / (e * kNvlinkBps);
+  for (auto fidelity : {CollectiveFidelity::step, CollectiveFidelity::coarse}) {
+    CAPTURE(static_cast<int>(fidelity));
+    CHECK(timed(p, CollectiveOp::all_reduce, n, S, Algorithm::ring, fidelity) ==
+          Near{expected, 1e-9});
+  }
+}
+
 TEST_CASE("hierarchical all-reduce adds its three rings") {
   const PlatformSpec p = platform(4, 4);
   const int m = 4, N = 4;
