@@ -152,7 +152,8 @@ abci_fit=("$ab/all_reduce_4gpu.log" "$ab/all_reduce_8gpu.log" "$ab/all_reduce_16
 abci_predict=(--predict "$ab/all_reduce_64gpu_08nodes.log" --predict "$ab/all_reduce_128gpu_16nodes.log"
               --predict "$ab/broadcast_64gpu_08nodes.log" --predict "$ab/broadcast_128gpu_16nodes.log")
 echo "### a100-abci: fit on 1, 2 and 4 nodes, predict 8 and 16; leave one GPU count out among those fitted"
-"$calibrate" --platform platforms/a100-abci.yaml "${abci_fit[@]}" "${abci_predict[@]}" | sed -n '/^# worst busbw/,$p'
+"$calibrate" --platform platforms/a100-abci.yaml --fix node.nvlink.efficiency --fix node.nvlink.latency \
+  "${abci_fit[@]}" "${abci_predict[@]}" | sed -n '/^# worst busbw/,$p'
 echo
 echo "### a100-p4de, h100-p5: one two-node log each (no group to leave out); p5's EKS excerpt predicted"
 "$calibrate" --platform platforms/a100-p4de.yaml --fix node.nvlink.efficiency --fix node.nvlink.latency \
