@@ -671,18 +671,37 @@ def param_from_dict(d: dict) -> FitParameter:
                         interpolation=d.get("interpolation", "lagrange"))
 
 
-def load_fit_config(path: Path) -> list[FitParameter]:
+def parse_grid_every(items: Sequence[str], where: str) -> dict[str, int]:
+    """SUITE=K items: fit on every K-th case of each group of SUITE."""
+    every: dict[str, int] = {}
+    for item in items:
+        suite, _, k = str(item).partition("=")
+        if suite not in SUITES or not k.isdigit() or int(k) < 1:
+            raise InputError(f"{where}: error: grid_every '{item}': want SUITE=K with SUITE one "
+                             f"of {', '.join(SUITES)} and K >= 1")
+        every[suite] = int(k)
+    return every
+
+
+def load_fit_config(path: Path) -> tuple[list[FitParameter], dict[str, int]]:
+    """The fitted parameters and the grid's thinning per suite (`grid_every`)."""
     try:
         config = json.loads(path.read_text(encoding="utf-8"))
     except OSError as e:
         raise InputError(f"{path}: error: cannot read: {e.strerror}") from None
     except json.JSONDecodeError as e:
         raise InputError(f"{path}:{e.lineno}:{e.colno}: error: {e.msg}") from None
-    unknown = sorted(set(config) - {"parameters", "comment"}) if isinstance(config, dict) else []
+    known = {"parameters", "grid_every", "comment"}
+    unknown = sorted(set(config) - known) if isinstance(config, dict) else []
     if unknown:
-        raise InputError(f"{path}: error: unknown key(s) {unknown} (known: comment, parameters)")
+        raise InputError(f"{path}: error: unknown key(s) {unknown} (known: "
+                         f"{', '.join(sorted(known))})")
+    every = config.get("grid_every", [])
+    if not isinstance(every, list):
+        raise InputError(f"{path}: error: grid_every must be a list of \"SUITE=K\"")
     try:
-        return [param_from_dict(p) for p in config["parameters"]]
+        return ([param_from_dict(p) for p in config["parameters"]],
+                parse_grid_every(every, str(path)))
     except (KeyError, ValueError, TypeError) as e:
         raise InputError(f"{path}: error: {e}") from None
 
@@ -948,12 +967,30 @@ class FitReport:
     simulations: int
 
 
+def grid_sample(cases: Sequence[Case], every: dict[str, int]) -> list[Case]:
+    """The fitted cases that the grid simulates: of a suite in `every`, each group's 1st,
+    (k+1)th, (2k+1)th... case in table order; of the others, every case."""
+    seen: dict[str, int] = {}
+    picked = []
+    for c in cases:
+        if c.use != "fit":
+            continue
+        k = every.get(c.suite, 1)
+        i = seen.get(c.group, 0)
+        seen[c.group] = i + 1
+        if i % k == 0:
+            picked.append(c)
+    return picked
+
+
 def run_fit(params: Sequence[FitParameter], cases: Sequence[Case], simulate: SimulateMany,
-            log: Callable[[str], None] = lambda _: None) -> FitReport:
+            log: Callable[[str], None] = lambda _: None,
+            grid_every: dict[str, int] | None = None) -> FitReport:
     """Grid, surrogate, in-sample fit and leave-one-group-out folds; every reported error comes
-    from `simulate` at the fitted values."""
+    from `simulate` at the fitted values. `grid_every` thins a suite's cases on the grid (the
+    fit's objective); every case is still simulated at the in-sample and fold values."""
     params = list(params)
-    fit_cases = [c for c in cases if c.use == "fit"]
+    fit_cases = grid_sample(cases, grid_every or {})
     points = grid_points(params)
     log(f"grid: {len(fit_cases)} cases x {len(points)} points")
     requests = [(c, grid_overrides(params, pt)) for c in fit_cases for pt in points]
@@ -1205,6 +1242,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--check", action="store_true",
                     help="run `prismsim check` on every case's command (no simulation); exit 1 "
                          "if one is refused")
+    ap.add_argument("--grid-every", action="append", default=[], metavar="SUITE=K",
+                    help="fit on every K-th case of each group of SUITE (repeatable; adds to "
+                         "the fit file's grid_every); every case is still simulated and scored "
+                         "at the fitted values, e.g. vtrain-single=6")
     ap.add_argument("--quiet", action="store_true", help="no per-case lines")
     ap.add_argument("--json", help="write every figure to this JSON file")
     args = ap.parse_args(argv)
@@ -1221,13 +1262,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             if not cases:
                 raise InputError(f"error: --groups '{args.groups}' matches no group")
         params: list[FitParameter] = []
+        grid_every: dict[str, int] = {}
         if args.param:
             try:
                 params = [parse_param(p) for p in args.param]
             except ValueError as e:
                 raise InputError(f"error: {e}") from None
         elif args.fit:
-            params = load_fit_config(Path(args.fit))
+            params, grid_every = load_fit_config(Path(args.fit))
+        grid_every.update(parse_grid_every(args.grid_every, "--grid-every"))
         if args.list:
             sim_cmd = ["prismsim"]
             for c in cases:
@@ -1252,7 +1295,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         errors = {c.id: r.error for c, r in zip(cases, base_results) if r.step_time_s is None}
         report = None
         if params:
-            report = run_fit(params, cases, sim, log=lambda m: print(m, file=sys.stderr))
+            report = run_fit(params, cases, sim, log=lambda m: print(m, file=sys.stderr),
+                             grid_every=grid_every)
         rows = list(group_rows(cases, base, report))
     except InputError as e:
         print(e, file=sys.stderr)

@@ -79,6 +79,17 @@ for bad in ("x=1:2:cubic", "x=2:1", "x=1us:2ms", "x=1", "x=0:1:log", "x=1:2:log:
     except ValueError:
         check(f"parse_param refuses '{bad}'", True)
 
+# The bundled fit file loads, with its grid thinning; bad thinning is refused.
+params, every = vt.load_fit_config(ROOT / "calibration" / "cases" / "fit.json")
+check("fit.json loads", len(params) >= 1 and all(k in vt.SUITES for k in every), f"{every}")
+check("grid_every parses", vt.parse_grid_every(["vtrain-single=6"], "x") == {"vtrain-single": 6})
+for bad in ("vtrain-single=0", "nosuite=2", "vtrain-single", "vtrain-single=x"):
+    try:
+        vt.parse_grid_every([bad], "x")
+        check(f"grid_every refuses '{bad}'", False, "accepted")
+    except vt.InputError:
+        check(f"grid_every refuses '{bad}'", True)
+
 # --- synthetic cases -----------------------------------------------------------------------
 EFF = "platform.gpu.compute.gemm_efficiency"
 KO = "platform.gpu.compute.kernel_overhead"
@@ -202,6 +213,28 @@ ko_set = [s for s in sets if s.startswith(KO)][0]
 check("unseen scope: geometric mean of the others",
       near(vt.parse_value(ko_set.split("=")[1])[0], math.sqrt(ko_f * ko_g), 1e-5),
       f"{ko_set} vs {math.sqrt(ko_f * ko_g)}")
+
+# A thinned grid: every second case of each group on the grid, every case still simulated at
+# the in-sample and fold values; the power law is exact on any subset of its cases.
+cases = make_cases(None)
+form = lambda f, n, eff, ko: f ** 0.5 * n ** 0.3 * eff ** -(0.3 + f) * (ko / 1e-5) ** 0.2  # noqa: E731
+calls = []
+simulate = fake_simulator(form, calls)
+for c, r in zip(cases, simulate([(c, truth_sets(c)) for c in cases])):
+    c.measured_s = r.step_time_s
+calls.clear()
+picked = vt.grid_sample(cases, {"synthetic": 2})
+check("grid sample: cases 0, 2, 4 of each group",
+      [c.id for c in picked][:3] == ["g1:0", "g1:2", "g1:4"] and len(picked) == len(cases) // 2,
+      f"{[c.id for c in picked]}")
+report = vt.run_fit([eff_param, ko_param], cases, simulate, grid_every={"synthetic": 2})
+points = len(vt.grid_points([eff_param, ko_param]))
+check("thinned grid: simulations = sample x grid + in-sample + folds",
+      len(calls) == len(picked) * points + 2 * len(cases), f"{len(calls)} calls")
+check("thinned grid: every case scored in sample and held out",
+      all(c.id in report.in_sample_sim and c.id in report.logo_sim for c in cases))
+worst = max(abs(report.logo_sim[c.id] / c.measured_s - 1) for c in cases)
+check("thinned grid: LOGO errors of unsampled cases", worst <= 1e-3, f"{worst:.3g}")
 
 if failures:
     print(f"FAIL validate_training_test: {len(failures)} of {checks} checks failed")
