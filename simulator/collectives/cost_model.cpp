@@ -79,11 +79,6 @@ std::vector<PhaseLoads> phase_loads(const CollectivePlan& plan, int group_size,
       step.merge_by_peer();
       const int src = gpu_of_position[static_cast<size_t>(pos)];
       double sent = 0;
-      for (const Send& send : step.sends) sent += send.bytes;
-      if (sent > out.busiest_sender_bytes) {
-        out.busiest_sender_bytes = sent;
-        out.busiest_sender_link = topology.nvlink_up_link(src);
-      }
       for (const Send& send : step.sends) {
         const int dst = gpu_of_position[static_cast<size_t>(send.peer)];
         path.clear();
@@ -94,6 +89,11 @@ std::vector<PhaseLoads> phase_loads(const CollectivePlan& plan, int group_size,
           it->second += send.bytes;
         }
         out.routes.push_back(path);
+        sent += send.bytes;
+      }
+      if (sent > out.busiest_sender_bytes) {
+        out.busiest_sender_bytes = sent;
+        out.busiest_sender_link = topology.nvlink_up_link(src);
       }
     }
     for (int link : order) out.link_bytes.emplace_back(link, load[link]);
