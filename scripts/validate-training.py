@@ -914,13 +914,14 @@ def fit(s: Surrogate, groups: dict[str, list[str]], start: dict[Variable, float]
     """Minimise the mean over `groups` of the mean squared log error of the surrogate.
     Variables live in [0, 1] of their parameter's range. Deterministic: each connected set of
     variables starts from the middle, a quarter and three quarters of every range (or from
-    `start`) and restarts from the best; `memo` reuses the fit of a set whose cells are the same
-    (so folds refit only the held-out group's set)."""
+    `start`) and restarts from the best; `memo` reuses the fit of a set whose groups and cases
+    are the same (so folds refit only the held-out group's or case's set)."""
     cells = build_cells(s, groups)
     u: dict[Variable, float] = {}
     total = 0
     for variables, members in components(cells):
-        key = tuple(sorted((c.group, c.vars) for c in members))
+        key = (tuple(sorted({(c.group, tuple(groups[c.group])) for c in members})),
+               tuple(variables))
         if memo is not None and key in memo:
             u.update(memo[key])
             continue
@@ -963,6 +964,8 @@ class FitReport:
     in_sample_sim: dict[str, float]  # case id -> simulated at the in-sample fit
     logo_sim: dict[str, float]  # case id -> simulated at its fold's fit
     fallbacks: dict[str, list[str]]  # held-out group -> fallbacks used
+    # Of the groups with fallbacks: case id -> simulated at the fit on all but that case
+    loco_sim: dict[str, float]
     failures: dict[str, str]  # case id -> why it has no grid or no fitted simulation
     simulations: int
 
@@ -1017,7 +1020,7 @@ def run_fit(params: Sequence[FitParameter], cases: Sequence[Case], simulate: Sim
     for g in sorted(groups):
         others = {k: v for k, v in groups.items() if k != g}
         folds[g] = fit(s, others, start=in_sample.u, memo=memo)
-    log(f"{len(folds)} leave-one-group-out folds fitted; simulating at the fitted values")
+    log(f"{len(folds)} leave-one-group-out folds fitted")
     requests, owners, fallbacks = [], [], {}
     for c in cases:
         sets, _ = values_for(params, c, in_sample.u)
@@ -1031,16 +1034,33 @@ def run_fit(params: Sequence[FitParameter], cases: Sequence[Case], simulate: Sim
             fallbacks.setdefault(c.group, sorted(set(fallbacks.get(c.group, []) + fb)))
         requests.append((c, sets))
         owners.append(("logo", c))
+    # A group whose held-out fold fell back has a system of its own (a scoped value no other
+    # group shares): LOGO predicts it from other systems' values, which no model can do for a
+    # per-system quantity. It is also cross-validated one case at a time: fit on everything but
+    # the case, so the rest of its system stays in the fit, and predict the case.
+    by_id = {c.id: c for c in cases}
+    for g in sorted(fallbacks):
+        ids = groups.get(g, [])
+        if len(ids) < 2:
+            continue
+        for cid in ids:
+            rest = dict(groups)
+            rest[g] = [i for i in ids if i != cid]
+            fold = fit(s, rest, start=in_sample.u, memo=memo)
+            requests.append((by_id[cid], values_for(params, by_id[cid], fold.u)[0]))
+            owners.append(("loco", by_id[cid]))
+    log(f"{sum(1 for kind, _ in owners if kind == 'loco')} leave-one-case-out folds fitted; "
+        f"simulating at the fitted values")
     results = simulate(requests)
     simulations += len(requests)
-    in_sim, logo_sim = {}, {}
+    sims: dict[str, dict[str, float]] = {"in": {}, "logo": {}, "loco": {}}
     for (kind, c), r in zip(owners, results):
         if r.step_time_s is None:
             failures.setdefault(c.id, f"fitted simulation failed: {r.error}")
             continue
-        (in_sim if kind == "in" else logo_sim)[c.id] = r.step_time_s
-    return FitReport(params, s, in_sample, folds, in_sim, logo_sim, fallbacks, failures,
-                     simulations)
+        sims[kind][c.id] = r.step_time_s
+    return FitReport(params, s, in_sample, folds, sims["in"], sims["logo"], fallbacks,
+                     sims["loco"], failures, simulations)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1059,7 +1079,7 @@ def print_cases(cases: Sequence[Case], base: dict[str, float], errors: dict[str,
                 fitted: FitReport | None) -> None:
     header = f"{'case':52} {'measured s':>11} {'simulated s':>11} {'error':>8}"
     if fitted:
-        header += f" {'in-sample':>9} {'LOGO':>8}"
+        header += f" {'in-sample':>9} {'LOGO':>8} {'LOCO':>8}"
     print(header)
     for c in cases:
         if c.id in errors:
@@ -1068,7 +1088,7 @@ def print_cases(cases: Sequence[Case], base: dict[str, float], errors: dict[str,
         line = f"{c.id:52} {c.measured_s:11.4g} {base[c.id]:11.4g} " \
                f"{100 * (base[c.id] / c.measured_s - 1):+7.1f}%"
         if fitted:
-            for sim in (fitted.in_sample_sim, fitted.logo_sim):
+            for sim in (fitted.in_sample_sim, fitted.logo_sim, fitted.loco_sim):
                 s = sim.get(c.id)
                 line += f" {100 * (s / c.measured_s - 1):+8.1f}%" if s else "      n/a"
         print(line)
@@ -1078,7 +1098,9 @@ def group_rows(cases: Sequence[Case], base: dict[str, float], fitted: FitReport 
     groups: dict[str, list[Case]] = {}
     for c in cases:
         groups.setdefault(c.group, []).append(c)
-    order = sorted(groups, key=lambda g: (list(SUITES).index(groups[g][0].suite), g))
+    suites = list(SUITES)
+    order = sorted(groups, key=lambda g: (suites.index(groups[g][0].suite)
+                                          if groups[g][0].suite in suites else len(suites), g))
     for g in order:
         members = groups[g]
         row = {"group": g, "suite": members[0].suite, "cases": len(members),
@@ -1093,6 +1115,10 @@ def group_rows(cases: Sequence[Case], base: dict[str, float], fitted: FitReport 
                                     for c in members if c.id in fitted.logo_sim)
             row["in_sample_spearman"] = subgroup_spearman(members, fitted.in_sample_sim)
             row["logo_spearman"] = subgroup_spearman(members, fitted.logo_sim)
+            # Only groups of a system of their own have these (run_fit).
+            row["loco_mape"] = mape((c.measured_s, fitted.loco_sim[c.id])
+                                    for c in members if c.id in fitted.loco_sim)
+            row["loco_spearman"] = subgroup_spearman(members, fitted.loco_sim)
             # How far the surrogate is from the simulator at the in-sample fit.
             gaps = [abs(math.exp(fitted.surrogate.predict_log(c.id, fitted.in_sample.u))
                         / fitted.in_sample_sim[c.id] - 1)
@@ -1112,7 +1138,8 @@ def min_rho(sub: dict[str, tuple[int, float | None]]) -> str:
 def print_groups(rows: list[dict], fitted: bool) -> None:
     header = f"{'group':46} {'cases':>5} {'MAPE':>8} {'rho min (n)':>12}"
     if fitted:
-        header += f" {'in-sample':>9} {'LOGO':>8} {'rho LOGO (n)':>13} {'surr.gap':>8}"
+        header += f" {'in-sample':>9} {'LOGO':>8} {'rho LOGO (n)':>13} {'surr.gap':>8}" \
+                  f" {'LOCO':>8}"
     print(header)
     for r in rows:
         name = r["group"] + (" [score only]" if r["use"] == "score" else "")
@@ -1120,19 +1147,25 @@ def print_groups(rows: list[dict], fitted: bool) -> None:
                f"{min_rho(r['baseline_spearman']):>12}"
         if fitted:
             line += f" {pct(r['in_sample_mape'], 9)} {pct(r['logo_mape'], 8)} " \
-                    f"{min_rho(r['logo_spearman']):>13} {pct(r['surrogate_gap'], 8)}"
+                    f"{min_rho(r['logo_spearman']):>13} {pct(r['surrogate_gap'], 8)}" \
+                    f" {pct(r['loco_mape'], 8) if r['loco_mape'] is not None else '       -'}"
         print(line)
+    if fitted:
+        print("LOCO: of a group whose system no other group shares (its LOGO fold fell back "
+              "on other systems' values), each case predicted from a fit on all but that case")
 
 
 def print_spearman(rows: list[dict], fitted: bool) -> None:
     print(f"{'sub-group (same job, several layouts)':70} {'layouts':>7} {'rho':>7}"
-          + (f" {'in-sample':>9} {'LOGO':>7}" if fitted else ""))
+          + (f" {'in-sample':>9} {'LOGO':>7} {'LOCO':>7}" if fitted else ""))
     for r in rows:
         for sub, (n, value) in r["baseline_spearman"].items():
             line = f"{(r['group'] + ': ' + sub)[:70]:70} {n:7d} {rho(value):>7}"
             if fitted:
                 line += f" {rho(r['in_sample_spearman'].get(sub, (0, None))[1]):>9}" \
                         f" {rho(r['logo_spearman'].get(sub, (0, None))[1]):>7}"
+                if sub in r["loco_spearman"]:
+                    line += f" {rho(r['loco_spearman'][sub][1]):>7}"
             print(line)
 
 
@@ -1332,6 +1365,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"target MAPE <= 8% ({'leave-one-group-out' if report else 'current model'}): "
           f"met by {len(met)} of {len(fit_rows)} fitted groups; Spearman >= 0.9 in "
           f"{sum(1 for v in rhos if v >= 0.9)} of {len(rhos)} sub-groups")
+    own = [r for r in fit_rows if report and r["loco_mape"] is not None]
+    if own:
+        print(f"groups of a system of their own, leave-one-case-out: MAPE <= 8% in "
+              f"{sum(1 for r in own if r['loco_mape'] <= 0.08)} of {len(own)}")
 
     if args.json:
         def sub(d):
@@ -1341,6 +1378,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                           "simulated_s": base.get(c.id), "error": errors.get(c.id),
                           "in_sample_s": report.in_sample_sim.get(c.id) if report else None,
                           "logo_s": report.logo_sim.get(c.id) if report else None,
+                          "loco_s": report.loco_sim.get(c.id) if report else None,
                           "scenario": c.scenario, "sets": list(c.sets),
                           "approximated": list(c.approximated)} for c in cases],
                "groups": [{k: (sub(v) if isinstance(v, dict) else v) for k, v in r.items()}

@@ -213,6 +213,34 @@ ko_set = [s for s in sets if s.startswith(KO)][0]
 check("unseen scope: geometric mean of the others",
       near(vt.parse_value(ko_set.split("=")[1])[0], math.sqrt(ko_f * ko_g), 1e-5),
       f"{ko_set} vs {math.sqrt(ko_f * ko_g)}")
+own = {c.id for c in cases if c.group in ("g4", "g5")}  # g4 is now framework 'g' alone
+check("unseen scope: LOCO for the groups whose folds fell back",
+      set(report.fallbacks) == {"g4", "g5"} and set(report.loco_sim) == own,
+      f"{sorted(report.fallbacks)}, {sorted(report.loco_sim)}")
+
+# ...and they are cross-validated one case at a time, the rest of their system in the fit. One
+# case of g5 measured 20% slow: held out, it is predicted at its true time (the other five set
+# the host's time); in sample, it pulls the fit (a fold that reused the in-sample fit would
+# show that).
+truth = {c.id: r.step_time_s for c, r in zip(cases, simulate([(c, truth_sets(c)) for c in cases]))}
+outlier = next(c for c in cases if c.group == "g5")
+outlier.measured_s = 1.2 * truth[outlier.id]
+calls = []
+simulate = fake_simulator(form, calls)
+report = vt.run_fit([eff_param, ko_param], cases, simulate)
+points = len(vt.grid_points([eff_param, ko_param]))
+check("LOCO: simulations = grid + in-sample + folds + one per case of g4 and g5",
+      len(calls) == len(cases) * points + 2 * len(cases) + len(own), f"{len(calls)} calls")
+err = report.loco_sim[outlier.id] / truth[outlier.id] - 1
+check("LOCO: the outlier held out is predicted at its true time", abs(err) <= 0.01, f"{err:.3g}")
+err = report.in_sample_sim[outlier.id] / truth[outlier.id] - 1
+check("LOCO: the outlier's fold is not the in-sample fit", err > 0.02, f"{err:.3g}")
+worst = max(abs(report.loco_sim[c.id] / c.measured_s - 1) for c in cases if c.group == "g4")
+check("LOCO: g4's cases within 1%", worst <= 0.01, f"{worst:.3g}")
+rows = {r["group"]: r for r in vt.group_rows(cases, truth, report)}
+check("LOCO: a MAPE for g4 and g5 only",
+      all((r["loco_mape"] is not None) == (g in ("g4", "g5")) for g, r in rows.items()),
+      f"{ {g: r['loco_mape'] for g, r in rows.items()} }")
 
 # A thinned grid: every second case of each group on the grid, every case still simulated at
 # the in-sample and fold values; the power law is exact on any subset of its cases.
