@@ -185,8 +185,10 @@ def ci_arguments(path: Path) -> dict[str, str]:
     return args
 
 
-def check_ci_case(case: str, sets: Sequence[str], args: dict[str, str], where: str) -> None:
-    """The case table's settings must agree with the case's model_config.yaml."""
+def check_ci_case(case: str, sets: Sequence[str], codes: Sequence[str], args: dict[str, str],
+                  where: str) -> None:
+    """The case table's settings and approximation codes must agree with the case's
+    model_config.yaml."""
     value = {"parallelism.tp": "1", "parallelism.pp": "1", "parallelism.cp": "1",
              "parallelism.data_parallel": "ddp", "parallelism.recompute": "none",
              "parallelism.overlap_gradient_reduce": "false", "parallelism.schedule": "1f1b",
@@ -221,6 +223,11 @@ def check_ci_case(case: str, sets: Sequence[str], args: dict[str, str], where: s
         want = str(layers // (per * int(expected["parallelism.pp"])))
         if value.get("parallelism.virtual_stages") != want:
             raise InputError(f"{where}: error: case {case} needs parallelism.virtual_stages={want}")
+    if on("--deterministic-mode") != ("ci-deterministic" in codes):
+        raise InputError(f"{where}: error: case {case} "
+                         f"{'runs' if on('--deterministic-mode') else 'does not run'} "
+                         f"--deterministic-mode: approximation code ci-deterministic "
+                         f"{'missing' if on('--deterministic-mode') else 'wrongly listed'}")
 
 
 def load_megatron_ci(data: Path) -> list[Case]:
@@ -248,8 +255,8 @@ def load_megatron_ci(data: Path) -> list[Case]:
     for name, (line, sets, codes) in sorted(by_case.items()):
         if name not in found:
             raise InputError(f"{table}:{line}: error: no measured case '{name}' in {root}")
-        check_ci_case(name, sets, ci_arguments(root / name / "model_config.yaml"),
-                      f"{table}:{line}")
+        check_ci_case(name, sets, common_codes + codes,
+                      ci_arguments(root / name / "model_config.yaml"), f"{table}:{line}")
         cases.append(Case(
             id=f"megatron-ci:{name}", suite="megatron-ci", group=CI_GROUP,
             subgroup="8 GPUs, batch 32 x 1024",

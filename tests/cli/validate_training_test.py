@@ -90,6 +90,17 @@ for bad in ("vtrain-single=0", "nosuite=2", "vtrain-single", "vtrain-single=x"):
     except vt.InputError:
         check(f"grid_every refuses '{bad}'", True)
 
+# A Megatron CI case's approximation codes follow its model_config.yaml: deterministic mode.
+for det, codes, ok in ((True, ["ci-deterministic"], True), (False, [], True),
+                       (True, [], False), (False, ["ci-deterministic"], False)):
+    args = {"--deterministic-mode": "true"} if det else {}
+    try:
+        vt.check_ci_case("c", [], codes, args, "t.csv:2")
+        check(f"check_ci_case deterministic={det} codes={codes}", ok, "accepted")
+    except vt.InputError as e:
+        check(f"check_ci_case deterministic={det} codes={codes}",
+              not ok and "t.csv:2: error:" in str(e), str(e))
+
 # --- synthetic cases -----------------------------------------------------------------------
 EFF = "platform.gpu.compute.gemm_efficiency"
 KO = "platform.gpu.compute.kernel_overhead"
