@@ -223,11 +223,23 @@ def check_ci_case(case: str, sets: Sequence[str], codes: Sequence[str], args: di
         want = str(layers // (per * int(expected["parallelism.pp"])))
         if value.get("parallelism.virtual_stages") != want:
             raise InputError(f"{where}: error: case {case} needs parallelism.virtual_stages={want}")
+    check_cp_code(case, int(expected["parallelism.cp"]), "megatron-lm", codes, where)
     if on("--deterministic-mode") != ("ci-deterministic" in codes):
         raise InputError(f"{where}: error: case {case} "
                          f"{'runs' if on('--deterministic-mode') else 'does not run'} "
                          f"--deterministic-mode: approximation code ci-deterministic "
                          f"{'missing' if on('--deterministic-mode') else 'wrongly listed'}")
+
+
+def check_cp_code(case: str, cp: int, framework: str, codes: Sequence[str], where: str) -> None:
+    """A case with context parallelism names how its framework passes keys and values (prismsim
+    all-gathers them): torchtitan's ring attention, or Transformer Engine's ring of sends and
+    receives (Megatron's default `--cp-comm-type p2p`)."""
+    want = "ring-attention" if framework == "torchtitan" else "te-cp-ring"
+    for code in ("ring-attention", "te-cp-ring"):
+        if (code in codes) != (cp > 1 and code == want):
+            raise InputError(f"{where}: error: case {case} (cp {cp}, {framework}): approximation "
+                             f"code {code} {'wrongly listed' if code in codes else 'missing'}")
 
 
 def load_megatron_ci(data: Path) -> list[Case]:
@@ -308,6 +320,9 @@ def load_throughput(data: Path) -> list[Case]:
         seq = number(src["seq_len"], "seq_len", source, src_line)
         gpus = number(src["gpus"], "gpus", source, src_line)
         tps = number(src["tokens_per_s_per_gpu"], "tokens_per_s_per_gpu", source, src_line)
+        codes = tuple(row.get("approximated", "").split())
+        check_cp_code(f"throughput:{src_line}", int(number(src["cp"], "cp", source, src_line)),
+                      need(row, "framework", table, line), codes, where)
         use = need(row, "use", table, line)
         if use not in ("fit", "score"):
             raise InputError(f"{where}: error: use '{use}' must be 'fit' or 'score'")
@@ -318,7 +333,7 @@ def load_throughput(data: Path) -> list[Case]:
             sets=tuple(sets),
             attrs={"gpu": need(row, "gpu", table, line),
                    "framework": need(row, "framework", table, line), "source": src["source"]},
-            use=use, approximated=tuple(row.get("approximated", "").split())))
+            use=use, approximated=codes))
     missing = sorted(set(measured_rows) - covered)
     if missing:
         raise InputError(f"{table}: error: lines {missing} of {source} have no case")

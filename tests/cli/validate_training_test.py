@@ -101,6 +101,20 @@ for det, codes, ok in ((True, ["ci-deterministic"], True), (False, [], True),
         check(f"check_ci_case deterministic={det} codes={codes}",
               not ok and "t.csv:2: error:" in str(e), str(e))
 
+# Context parallelism names its framework's K/V exchange: Transformer Engine's ring or
+# torchtitan's ring attention; none without CP.
+for cp, framework, codes, ok in ((2, "megatron-lm", ["te-cp-ring"], True),
+                                 (2, "torchtitan", ["ring-attention"], True),
+                                 (1, "nemo", [], True), (2, "nemo", [], False),
+                                 (2, "torchtitan", ["te-cp-ring"], False),
+                                 (1, "megatron-lm", ["te-cp-ring"], False)):
+    try:
+        vt.check_cp_code("c", cp, framework, codes, "t.csv:3")
+        check(f"check_cp_code cp={cp} {framework} {codes}", ok, "accepted")
+    except vt.InputError as e:
+        check(f"check_cp_code cp={cp} {framework} {codes}", not ok and "t.csv:3: error:" in str(e),
+              str(e))
+
 # --- synthetic cases -----------------------------------------------------------------------
 EFF = "platform.gpu.compute.gemm_efficiency"
 KO = "platform.gpu.compute.kernel_overhead"
