@@ -224,11 +224,12 @@ def check_ci_case(case: str, sets: Sequence[str], codes: Sequence[str], args: di
         if value.get("parallelism.virtual_stages") != want:
             raise InputError(f"{where}: error: case {case} needs parallelism.virtual_stages={want}")
     check_cp_code(case, int(expected["parallelism.cp"]), "megatron-lm", codes, where)
-    if on("--deterministic-mode") != ("ci-deterministic" in codes):
+    deterministic = on("--deterministic-mode")
+    if deterministic != ("ci-deterministic" in codes):
         raise InputError(f"{where}: error: case {case} "
-                         f"{'runs' if on('--deterministic-mode') else 'does not run'} "
-                         f"--deterministic-mode: approximation code ci-deterministic "
-                         f"{'missing' if on('--deterministic-mode') else 'wrongly listed'}")
+                         f"{'runs' if deterministic else 'does not run'} --deterministic-mode: "
+                         f"approximation code ci-deterministic "
+                         f"{'missing' if deterministic else 'wrongly listed'}")
 
 
 def check_cp_code(case: str, cp: int, framework: str, codes: Sequence[str], where: str) -> None:
@@ -1120,9 +1121,7 @@ def group_rows(cases: Sequence[Case], base: dict[str, float], fitted: FitReport 
     groups: dict[str, list[Case]] = {}
     for c in cases:
         groups.setdefault(c.group, []).append(c)
-    suites = list(SUITES)
-    order = sorted(groups, key=lambda g: (suites.index(groups[g][0].suite)
-                                          if groups[g][0].suite in suites else len(suites), g))
+    order = sorted(groups, key=lambda g: (list(SUITES).index(groups[g][0].suite), g))
     for g in order:
         members = groups[g]
         row = {"group": g, "suite": members[0].suite, "cases": len(members),

@@ -82,11 +82,10 @@ def main(argv: list[str]) -> int:
         except ValueError as e:
             print(f"{hidden:6d} {layers:6d} {tp:3d}: {e}")
             continue
-
-        def ms(x: float | None) -> str:
-            return f"{1e3 * x / layers:10.2f}" if x is not None else "       n/a"
-        print(f"{hidden:6d} {layers:6d} {tp:3d} {len(rows):4d}  {ms(a_m)} {ms(a_s)}   "
-              f"{ms(b_m)} {ms(b_s)}")
+        ms = [f"{1e3 * x / layers:10.2f}" if x is not None else "       n/a"
+              for x in (a_m, a_s, b_m, b_s)]
+        print(f"{hidden:6d} {layers:6d} {tp:3d} {len(rows):4d}  {ms[0]} {ms[1]}   "
+              f"{ms[2]} {ms[3]}")
     return 0
 
 

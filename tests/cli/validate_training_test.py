@@ -32,6 +32,15 @@ def near(a, b, rel):
     return abs(a - b) <= rel * max(abs(a), abs(b))
 
 
+def check_refusal(name, call, refused, where):
+    """`call` raises InputError with `where: error:` if and only if `refused`."""
+    try:
+        call()
+        check(name, not refused, "accepted")
+    except vt.InputError as e:
+        check(name, refused and f"{where}: error:" in str(e), str(e))
+
+
 # --- interpolation weights -----------------------------------------------------------------
 nodes = [0.0, 1.0, 3.0]
 for x in (-0.5, 0.3, 2.2, 3.0):
@@ -94,12 +103,8 @@ for bad in ("vtrain-single=0", "nosuite=2", "vtrain-single", "vtrain-single=x"):
 for det, codes, ok in ((True, ["ci-deterministic"], True), (False, [], True),
                        (True, [], False), (False, ["ci-deterministic"], False)):
     args = {"--deterministic-mode": "true"} if det else {}
-    try:
-        vt.check_ci_case("c", [], codes, args, "t.csv:2")
-        check(f"check_ci_case deterministic={det} codes={codes}", ok, "accepted")
-    except vt.InputError as e:
-        check(f"check_ci_case deterministic={det} codes={codes}",
-              not ok and "t.csv:2: error:" in str(e), str(e))
+    check_refusal(f"check_ci_case deterministic={det} codes={codes}",
+                  lambda: vt.check_ci_case("c", [], codes, args, "t.csv:2"), not ok, "t.csv:2")
 
 # Context parallelism names its framework's K/V exchange: Transformer Engine's ring or
 # torchtitan's ring attention; none without CP.
@@ -108,12 +113,8 @@ for cp, framework, codes, ok in ((2, "megatron-lm", ["te-cp-ring"], True),
                                  (1, "nemo", [], True), (2, "nemo", [], False),
                                  (2, "torchtitan", ["te-cp-ring"], False),
                                  (1, "megatron-lm", ["te-cp-ring"], False)):
-    try:
-        vt.check_cp_code("c", cp, framework, codes, "t.csv:3")
-        check(f"check_cp_code cp={cp} {framework} {codes}", ok, "accepted")
-    except vt.InputError as e:
-        check(f"check_cp_code cp={cp} {framework} {codes}", not ok and "t.csv:3: error:" in str(e),
-              str(e))
+    check_refusal(f"check_cp_code cp={cp} {framework} {codes}",
+                  lambda: vt.check_cp_code("c", cp, framework, codes, "t.csv:3"), not ok, "t.csv:3")
 
 # --- synthetic cases -----------------------------------------------------------------------
 EFF = "platform.gpu.compute.gemm_efficiency"
@@ -130,10 +131,10 @@ def make_cases(form):
         for k in range(6):
             f = 0.02 * (1 + k) * (1 + gi)
             n = 200 * (6 - k) * (1 + (gi % 2))
-            cases.append(vt.Case(id=f"{g}:{k}", suite="synthetic", group=g,
+            cases.append(vt.Case(id=f"{g}:{k}", suite="throughput", group=g,
                                  subgroup=f"{g} job", measured_s=0.0, scenario="none",
                                  sets=(f"work={f}", f"kernels={n}"),
-                                 attrs={"gpu": gpu, "framework": fw, "suite": "synthetic",
+                                 attrs={"gpu": gpu, "framework": fw, "suite": "throughput",
                                         "group": g}))
     return cases
 
@@ -276,11 +277,11 @@ simulate = fake_simulator(form, calls)
 for c, r in zip(cases, simulate([(c, truth_sets(c)) for c in cases])):
     c.measured_s = r.step_time_s
 calls.clear()
-picked = vt.grid_sample(cases, {"synthetic": 2})
+picked = vt.grid_sample(cases, {"throughput": 2})
 check("grid sample: cases 0, 2, 4 of each group",
       [c.id for c in picked][:3] == ["g1:0", "g1:2", "g1:4"] and len(picked) == len(cases) // 2,
       f"{[c.id for c in picked]}")
-report = vt.run_fit([eff_param, ko_param], cases, simulate, grid_every={"synthetic": 2})
+report = vt.run_fit([eff_param, ko_param], cases, simulate, grid_every={"throughput": 2})
 points = len(vt.grid_points([eff_param, ko_param]))
 check("thinned grid: simulations = sample x grid + in-sample + folds",
       len(calls) == len(picked) * points + 2 * len(cases), f"{len(calls)} calls")
