@@ -21,7 +21,8 @@ FrameworkPreset megatron_lm() {
   f.buckets_on_every_stage = false;     // bucketing only on pp rank 0, first chunk
   f.bucket_elements = 40e6;
   f.bucket_elements_per_rank = 1e6;
-  f.has_tp_comm_overlap = true;  // Transformer Engine userbuffers
+  f.has_tp_comm_overlap = true;    // Transformer Engine userbuffers
+  f.overlaps_dgrad_reduce = true;  // async_tensor_model_parallel_allreduce; TE's column layers
   f.has_defer_embedding_wgrad = true;
   f.host = {8e-6, 8e-6, 0};
   return f;
@@ -36,6 +37,8 @@ FrameworkPreset megatron_deepspeed() {
   f.pipeline_transfers = {PipelineTransfer::scatter_gather, PipelineTransfer::full};
   f.blocking_pipeline_sends = true;  // DeepSpeed's pipeline engine: dist.send / dist.recv
   f.bucket_elements = 5e8;           // MEMORY_OPT_ALLREDUCE_SIZE, reduce_bucket_size
+  f.overlaps_dgrad_reduce = true;    // Megatron's ColumnParallelLinear (async_grad_allreduce)
+  f.query_key_layer_scaling = true;  // apply_query_key_layer_scaling, on unless turned off
   f.host = {72.28e-6, 72.28e-6, 0};
   return f;
 }

@@ -35,6 +35,12 @@ struct FrameworkPreset {
   bool reshard_after_forward_with_pp = true;   ///< default with it
   bool has_hsdp = false;
   bool has_tp_comm_overlap = false;
+  /// Column layers reduce their input gradient while computing their weight gradient
+  /// (`overlap_dgrad_reduce`); a framework without it cannot be told to.
+  bool overlaps_dgrad_reduce = false;
+  /// Megatron's apply_query_key_layer_scaling: the unfused softmax path scales the fp32 scores
+  /// in a kernel of its own (`--no-query-key-layer-scaling` turns it off).
+  bool query_key_layer_scaling = false;
   bool has_defer_embedding_wgrad = false;  ///< Megatron-Core's defer_embedding_wgrad_compute
   /// Element-wise ops run as PyTorch eager's kernels, one per op (torchtitan), unless
   /// `torch_compile` fuses those of the transformer blocks; else as fused kernels (Transformer

@@ -147,6 +147,17 @@ void read_framework_mechanics(MapReader& p, Scenario& s) {
     refuse(p, "tp_comm_overlap", fmt::format("'{}' needs tp > 1", p.path_of("tp_comm_overlap")));
   }
 
+  par.overlap_dgrad_reduce = f.overlaps_dgrad_reduce;
+  assign(par.overlap_dgrad_reduce, p.boolean("overlap_dgrad_reduce", false));
+  if (par.overlap_dgrad_reduce && !f.overlaps_dgrad_reduce) {
+    refuse(p, "overlap_dgrad_reduce",
+           fmt::format("{} reduces a layer's input gradient after its backward (DTensor's "
+                       "redistribution); overlap_dgrad_reduce is Megatron's and Transformer "
+                       "Engine's (framework: megatron-lm or megatron-deepspeed); async TP is "
+                       "tp_comm_overlap",
+                       framework));
+  }
+
   assign(par.defer_embedding_wgrad, p.boolean("defer_embedding_wgrad", false));
   if (par.defer_embedding_wgrad && !f.has_defer_embedding_wgrad) {
     refuse(p, "defer_embedding_wgrad",

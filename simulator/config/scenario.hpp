@@ -313,6 +313,11 @@ struct ParallelismSpec {
   /// Tensor-parallel collectives overlapped with the GEMMs next to them (Transformer Engine's
   /// userbuffers, torchtitan's async TP): a collective costs only what its GEMM does not hide.
   bool tp_comm_overlap = false;
+  /// A column-parallel layer's input-gradient reduction (all-reduce, or reduce-scatter under
+  /// sequence parallelism) issued right after its dgrad GEMM and waited for after its wgrad GEMM
+  /// (Megatron's LinearWithGradAccumulationAndAsyncCommunication, Transformer Engine's "Overlap
+  /// dgrad-RS/AR with wgrad"): it costs only what the wgrad GEMM does not hide.
+  bool overlap_dgrad_reduce = false;
   /// The output layer's weight gradients of the first `wgrad_deferral_limit` backward passes
   /// (0: all) computed after the stage's last backward pass, in the pipeline flush (Megatron-Core's
   /// defer_embedding_wgrad_compute and wgrad_deferral_limit).

@@ -53,6 +53,7 @@ StepEstimate::StepEstimate(const Scenario& s, const Topology& topology)
             c.communication_s = call_seconds(item.group == LayerGroup::tp ? tp_group : cp_group,
                                              item.op, item.bytes);
             c.overlapped = item.op == CollectiveOp::all_gather;  // with the next GEMM
+            c.hidden_by_previous_gemm = item.hidden_by_previous_gemm;
           }
           c.module_runs = item.module_runs;
           cost.items.push_back(std::move(c));
@@ -120,9 +121,9 @@ double StepEstimate::pass_seconds(const PassCost& pass, const GpuSpec& gpu,
     double seconds = item.communication_s;
     if (seconds < 0) {
       seconds = kernel_seconds(item.work, gpu, item.precision);
-    } else if (tp_comm_overlap_) {
-      const size_t gemm = item.overlapped ? i + 1 : i - 1;
-      if ((item.overlapped ? i + 1 < items.size() : i > 0) && items[gemm].communication_s < 0 &&
+    } else if (tp_comm_overlap_ || item.hidden_by_previous_gemm) {
+      const size_t gemm = item.overlapped && tp_comm_overlap_ ? i + 1 : i - 1;
+      if ((gemm == i + 1 ? i + 1 < items.size() : i > 0) && items[gemm].communication_s < 0 &&
           items[gemm].work.kernel_class == KernelClass::gemm) {
         seconds =
             std::max(0.0, seconds - kernel_seconds(items[gemm].work, gpu, items[gemm].precision));

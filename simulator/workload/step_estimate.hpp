@@ -35,7 +35,8 @@ class StepEstimate {
     Precision precision = Precision::bf16;
     double communication_s = -1;  ///< >= 0: an analytic collective of this cost
     bool overlapped = false;      ///< a collective hidden behind its GEMM (tp_comm_overlap)
-    int module_runs = 0;          ///< as PassItem::module_runs
+    bool hidden_by_previous_gemm = false;  ///< as PassItem::hidden_by_previous_gemm
+    int module_runs = 0;                   ///< as PassItem::module_runs
   };
   struct PassCost {
     std::vector<PassItemCost> items;

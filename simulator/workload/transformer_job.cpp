@@ -86,6 +86,8 @@ LayerContext layer_context(const Scenario& s) {
   c.eager_head = framework.eager_elementwise;
   c.eager_layers = c.eager_head && !s.parallelism.torch_compile;
   c.fused_projections = s.parallelism.fused_projections;
+  c.overlap_dgrad_reduce = s.parallelism.overlap_dgrad_reduce;
+  c.query_key_layer_scaling = framework.query_key_layer_scaling;
   return c;
 }
 
@@ -446,14 +448,24 @@ const std::vector<OpTemplate>& TransformerJobBuilder::templates_of(
     segment = Segment{};
     ops.push_back(SegmentId(job_.segments.size() - 1));
   };
+  const PassItem* previous = nullptr;
   for (const PassItem* item : items) {
     const double host_s = item->module_runs * s_.host.layer_launch_s;
+    // A collective hidden by the GEMM before it in its unit (not when that GEMM was left out: a
+    // deferred output-layer wgrad) is charged, in either engine, what the GEMM does not hide.
+    const bool hidden = item->hidden_by_previous_gemm && previous + 1 == item;
+    previous = item;
     if (item->kind == PassItem::Kind::kernel) {
       segment.add({item->work.name, item->work.kernel_class, scale * kernel_time(item->work),
                    CommScope::intra_node, 0, CollectiveOp::all_reduce, host_s});
-    } else if (!network_) {
+    } else if (!network_ || hidden) {
       const GroupId group = *(item->group == LayerGroup::tp ? groups.tp : groups.cp);
-      segment.add({item->name, KernelClass::communication, analytic_seconds(*item, groups),
+      double seconds = analytic_seconds(*item, groups);
+      // With tp_comm_overlap, overlap_layer_collectives hides it from the same GEMM at flush.
+      if (hidden && !p_.tp_comm_overlap) {
+        seconds = std::max(0.0, seconds - segment.kernels.back().seconds);
+      }
+      segment.add({item->name, KernelClass::communication, seconds,
                    topology_.scope_of(gpus_of(group)), item->bytes, item->op, host_s});
     } else {
       // A collective in the network cannot wait for the host: its unit's Python goes before it
@@ -847,7 +859,9 @@ bool TransformerJobBuilder::layer_collectives_in_network() {
          pipeline_passes(p_.schedule, p_.pp, p_.virtual_stages, microbatches_, stage)) {
       for (const PassUnit& unit : units(pass.forward, virtual_stage(pass.chunk, stage, p_.pp))) {
         for (const PassItem& item : unit.items) {
-          calls += (item.kind == PassItem::Kind::collective) * ranks_per_stage;
+          const bool in_network =
+              item.kind == PassItem::Kind::collective && !item.hidden_by_previous_gemm;
+          calls += in_network * ranks_per_stage;
         }
       }
     }

@@ -66,6 +66,14 @@ void region_entry(std::vector<PassItem>& items, const LayerContext& c, const Sha
     items.push_back(collective(CollectiveOp::all_reduce, s.activation_bytes(), LayerGroup::tp,
                                "tp_all_reduce"));
   }
+  // Backward, the reduction of the column layers' input gradient: Megatron and Transformer
+  // Engine issue it after the dgrad GEMM and wait for it after the wgrad GEMM, which the item
+  // before it is when the layers' projections are one GEMM.
+  if (!forward && c.overlap_dgrad_reduce && items.size() > 1) {
+    const PassItem& previous = items[items.size() - 2];
+    items.back().hidden_by_previous_gemm =
+        previous.kind == PassItem::Kind::kernel && previous.work.kernel_class == KernelClass::gemm;
+  }
 }
 
 /// Tensor-parallel exit of a region (g): all-reduce forward, identity backward; with sequence
@@ -257,9 +265,12 @@ void attention_forward(std::vector<PassItem>& items, const LayerContext& c, cons
     items.push_back(kernel(memory_bound("softmax", 2 * scores * s.e)));
     items.push_back(kernel(memory_bound("dropout", scores * (2 * s.e + 1))));
   } else {
-    // PyTorch's softmax in fp32 between the scale and mask, and the dropout, each a pass.
-    items.push_back(kernel(memory_bound("scale_mask", scores * (2 * s.e + 1))));
-    items.push_back(kernel(memory_bound("softmax_fp32", scores * (s.e + 4 + 4 + s.e))));
+    // Megatron's FusedScaleMaskSoftmax without its kernel (forward_torch_softmax), one PyTorch
+    // kernel per op: the scores cast to fp32, scaled by the layer's coefficient (query-key layer
+    // scaling), masked in place, softmax, cast back; then the dropout.
+    eager_ops(items, "softmax", scores, {{"to_fp32", s.e + 4}});
+    if (c.query_key_layer_scaling) eager_ops(items, "softmax", scores, {{"scale", 8}});
+    eager_ops(items, "softmax", scores, {{"mask", 8}, {"fp32", 8}, {"to_input_dtype", 4 + s.e}});
     items.push_back(kernel(memory_bound("dropout", scores * (2 * s.e + 1))));
   }
   items.push_back(kernel(gemm("attention_values", q_len, s.head_dim, kv_len, s.e, batch)));
@@ -287,8 +298,13 @@ void attention_backward(std::vector<PassItem>& items, const LayerContext& c, con
     if (fused_softmax(c)) {
       items.push_back(kernel(memory_bound("softmax_backward", scores * 3 * s.e)));
     } else {
-      items.push_back(kernel(memory_bound("softmax_fp32_backward", scores * (s.e + 12))));
-      items.push_back(kernel(memory_bound("scale_mask_backward", scores * (4 + s.e))));
+      // Autograd through the ops above, last first: each cast, the softmax's backward (output
+      // and gradient read), the mask's and the scale's.
+      eager_ops(
+          items, "softmax", scores,
+          {{"to_input_dtype_backward", s.e + 4}, {"fp32_backward", 12}, {"mask_backward", 8}});
+      if (c.query_key_layer_scaling) eager_ops(items, "softmax", scores, {{"scale_backward", 8}});
+      eager_ops(items, "softmax", scores, {{"to_fp32_backward", 4 + s.e}});
     }
     items.push_back(
         kernel(gemm("attention_scores_dgrad_q", q_len, s.head_dim, kv_len, s.e, batch)));

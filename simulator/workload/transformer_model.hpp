@@ -25,6 +25,10 @@ struct PassItem {
   /// The output layer's weight gradient, which Megatron can defer to the pipeline flush
   /// (`parallelism.defer_embedding_wgrad`).
   bool embedding_wgrad = false;
+  /// A collective issued before the GEMM that precedes it here and waited for after it, so
+  /// that it costs only what that GEMM does not hide: a column layer's input-gradient
+  /// reduction beside its wgrad GEMM (`parallelism.overlap_dgrad_reduce`).
+  bool hidden_by_previous_gemm = false;
 };
 
 /// One rank's share of a transformer: its tensor- and context-parallel slice of one microbatch.
@@ -55,6 +59,13 @@ struct LayerContext {
   /// One GEMM for the projections that read one input, as Megatron fuses them; false: a linear
   /// layer each, as torchtitan's Llama writes them (`wq`, `wk`, `wv`; `w1`, `w3`).
   bool fused_projections = true;
+  /// A column layer's input-gradient reduction runs while its wgrad GEMM does
+  /// (`parallelism.overlap_dgrad_reduce`).
+  bool overlap_dgrad_reduce = false;
+  /// Megatron's apply_query_key_layer_scaling (Megatron-DeepSpeed's default; off in
+  /// Megatron-Core): unfused attention without the softmax kernel scales the fp32 scores in a
+  /// kernel of its own.
+  bool query_key_layer_scaling = false;
   /// Whether a pipeline stage sends 1/tp of its activation and the receiver all-gathers it.
   PipelineTransfer pipeline_transfer = PipelineTransfer::full;
 

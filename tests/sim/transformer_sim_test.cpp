@@ -11,6 +11,7 @@
 #include "runtime/simulation.hpp"
 #include "workload/compute_model.hpp"
 #include "workload/pipeline_schedule.hpp"
+#include "workload/step_estimate.hpp"
 #include "workload/transformer_job.hpp"
 #include "workload/transformer_model.hpp"
 
@@ -410,6 +411,63 @@ TEST_CASE("analytic tensor-parallel collectives use the algorithm the engine for
   // engine.collective_algorithm: ring; the network runs rings, the analytic charge must too.
   const auto [network_s, analytic_s] = tp_step_times(1, "ring");
   CHECK(network_s == rel(analytic_s, 0.02));
+}
+
+TEST_CASE("a column layer's input-gradient reduction costs what its wgrad GEMM does not hide") {
+  // tiny-gpt on TP 2, 16 microbatches: per backward pass 4 layers x 2 column regions and the
+  // output layer, each all-reduce after its wgrad GEMM (parallelism.overlap_dgrad_reduce).
+  auto scenario = [](bool overlap, const char* mode) {
+    return tiny({"parallelism.gpus=2", "parallelism.tp=2", "parallelism.pp=1", "parallelism.dp=1",
+                 std::string("parallelism.overlap_dgrad_reduce=") + (overlap ? "true" : "false"),
+                 std::string("engine.layer_collectives=") + mode});
+  };
+  const Scenario with_s = scenario(true, "analytic");
+  const Scenario without_s = scenario(false, "analytic");
+  const Job with = build_transformer_job(with_s, Topology(with_s.platform));
+  const Job without = build_transformer_job(without_s, Topology(without_s.platform));
+  REQUIRE(with.segments.size() == without.segments.size());
+  int hidden = 0;
+  double saved_s = 0;  // per microbatch
+  for (size_t i = 0; i < with.segments.size(); ++i) {
+    const auto& a = with.segments[SegmentId(i)].kernels;
+    const auto& b = without.segments[SegmentId(i)].kernels;
+    REQUIRE(a.size() == b.size());
+    for (size_t k = 0; k < a.size(); ++k) {
+      if (a[k].seconds == b[k].seconds) continue;
+      REQUIRE(k > 0);
+      CHECK(a[k].name == "tp_all_reduce");
+      CHECK(a[k - 1].name.size() > 6);
+      CHECK(a[k - 1].name.substr(a[k - 1].name.size() - 6) == "_wgrad");
+      CHECK(a[k].seconds == rel(std::max(0.0, b[k].seconds - b[k - 1].seconds), 1e-12));
+      ++hidden;
+      saved_s += b[k].seconds - a[k].seconds;
+    }
+  }
+  CHECK(hidden == 9);
+  CHECK(saved_s > 0);
+  // Nothing else changes: the step is shorter by what the GEMMs hide, simulated and in the
+  // step's closed form.
+  const double simulated_s = simulate_step(without_s) - simulate_step(with_s);
+  CHECK(simulated_s == rel(16 * saved_s, 1e-6));
+  const double closed_form_s =
+      StepEstimate(without_s, Topology(without_s.platform))
+          .seconds(without_s.platform.gpu, without_s.host) -
+      StepEstimate(with_s, Topology(with_s.platform)).seconds(with_s.platform.gpu, with_s.host);
+  CHECK(closed_form_s == rel(16 * saved_s, 1e-6));
+
+  SUBCASE("with the layers' collectives in the network the hidden ones stay in the segment") {
+    auto network_calls = [](const Scenario& s) {
+      const Job job = build_transformer_job(s, Topology(s.platform));
+      int calls = 0;
+      for (const Op& op : job.program_of_rank[0]->streams[0]) {
+        calls += std::holds_alternative<ops::Collective>(op);
+      }
+      return calls;
+    };
+    const Scenario network_with = scenario(true, "network");
+    CHECK(network_calls(scenario(false, "network")) - network_calls(network_with) == 16 * 9);
+    CHECK(simulate_step(network_with) == rel(simulate_step(with_s), 0.02));
+  }
 }
 
 TEST_CASE("overlapping the gradient all-reduce with the backward never lengthens a step") {

@@ -796,6 +796,119 @@ TEST_CASE("tensor parallelism all-reduces twice per pass, b x s x h x 2 bytes ea
   }
 }
 
+TEST_CASE("Megatron reduces a column layer's input gradient while its weight gradient runs") {
+  // Megatron's LinearWithGradAccumulationAndAsyncCommunication and Transformer Engine's column
+  // layers issue the reduction after the dgrad GEMM and wait for it after the wgrad GEMM: the
+  // collective is flagged to be hidden by the item before it, that wgrad.
+  auto hidden_after = [](const std::vector<PassItem>& items) {
+    std::vector<std::string> names;  // the item before each hidden collective
+    for (size_t i = 0; i < items.size(); ++i) {
+      if (items[i].kind == PassItem::Kind::collective && items[i].hidden_by_previous_gemm) {
+        REQUIRE(i > 0);
+        CHECK(items[i - 1].work.kernel_class == KernelClass::gemm);
+        names.push_back(items[i - 1].work.name);
+      }
+    }
+    return names;
+  };
+  const std::vector<std::string> expected = {"mlp_up_wgrad", "qkv_projection_wgrad"};
+  for (const bool sequence_parallel : {false, true}) {
+    CAPTURE(sequence_parallel);
+    LayerContext c = small_context(2, sequence_parallel);
+    c.overlap_dgrad_reduce = true;
+    CHECK(hidden_after(layer_forward(c)).empty());
+    const auto backward = layer_backward(c);
+    CHECK(hidden_after(backward) == expected);
+    for (const PassItem* op : collectives_of(backward)) {
+      // Only the input gradient's reduction: the all-gathers of the output gradient are not.
+      CHECK(op->hidden_by_previous_gemm ==
+            (op->op ==
+             (sequence_parallel ? CollectiveOp::reduce_scatter : CollectiveOp::all_reduce)));
+    }
+    c.recompute = Recompute::full;
+    CHECK(hidden_after(layer_backward(c)) == expected);  // the recomputed forward's are not
+    c.overlap_dgrad_reduce = false;
+    CHECK(hidden_after(layer_backward(c)).empty());
+  }
+  SUBCASE("the output layer's, when its projections are one GEMM") {
+    LayerContext c = small_context(2);
+    c.overlap_dgrad_reduce = true;
+    CHECK(hidden_after(head_backward(c)) == std::vector<std::string>{"output_head_wgrad"});
+  }
+  SUBCASE("projections of their own: the sum of their input gradients comes in between") {
+    LayerContext c = small_context(2);
+    c.overlap_dgrad_reduce = true;
+    c.fused_projections = false;  // q, k, v apart; the gelu MLP has one input projection
+    CHECK(hidden_after(layer_backward(c)) == std::vector<std::string>{"mlp_up_wgrad"});
+  }
+  SUBCASE("the loader: on in Megatron's presets, refused for torchtitan") {
+    const Scratch scratch;
+    auto scenario = [&](const char* framework) {
+      return scratch.write(std::string(framework) + ".yaml",
+                           "name: t\nplatform: " PRISMSIM_SOURCE_DIR
+                           "/platforms/h100-ndr.yaml\nworkload: " PRISMSIM_SOURCE_DIR
+                           "/workloads/tiny-gpt.yaml\nparallelism:\n  framework: " +
+                               std::string(framework) + "\n  gpus: 2\n  tp: 2\n  pp: 1\n  dp: 1\n");
+    };
+    CHECK(load_scenario(scenario("megatron-lm"), {}).parallelism.overlap_dgrad_reduce);
+    CHECK(load_scenario(scenario("megatron-deepspeed"), {}).parallelism.overlap_dgrad_reduce);
+    CHECK_FALSE(load_scenario(scenario("torchtitan"), {}).parallelism.overlap_dgrad_reduce);
+    CHECK_FALSE(load_scenario(scenario("megatron-lm"), {"parallelism.overlap_dgrad_reduce=false"})
+                    .parallelism.overlap_dgrad_reduce);
+    const std::string error =
+        errors_of(scenario("torchtitan"), {"parallelism.overlap_dgrad_reduce=true"});
+    CHECK(error.find("error: framework 'torchtitan' reduces a layer's input gradient after its "
+                     "backward") != std::string::npos);
+  }
+}
+
+TEST_CASE("unfused attention without the softmax kernel runs each of Megatron's ops eagerly") {
+  // FusedScaleMaskSoftmax.forward_torch_softmax: fp32 cast, the query-key layer scaling (on in
+  // Megatron-DeepSpeed), the in-place mask, softmax, the cast back; then the dropout. Microbatch
+  // 1 with 2 heads a rank: 2 attention batches, not a multiple of 4, so no fused kernel.
+  LayerContext c = small_context(2);
+  c.model.attention = AttentionKernel::unfused;
+  c.microbatch = 1;
+  REQUIRE_FALSE(fused_softmax(c));
+  auto elementwise = [&](const std::vector<PassItem>& items, const std::string& prefix) {
+    const double scores = static_cast<double>(c.microbatch) * 2 * 32 * 32;  // b heads s s
+    std::vector<std::pair<std::string, double>> ops;                        // name, bytes per score
+    for (const PassItem& item : items) {
+      const std::string& name = item.work.name;
+      if (item.kind == PassItem::Kind::kernel && name.rfind(prefix, 0) == 0) {
+        ops.emplace_back(name, item.work.bytes / scores);
+      }
+    }
+    return ops;
+  };
+  using Ops = std::vector<std::pair<std::string, double>>;
+  for (const bool scaling : {true, false}) {
+    CAPTURE(scaling);
+    c.query_key_layer_scaling = scaling;
+    Ops forward = {{"softmax_to_fp32", 6},
+                   {"softmax_scale", 8},
+                   {"softmax_mask", 8},
+                   {"softmax_fp32", 8},
+                   {"softmax_to_input_dtype", 6}};
+    Ops backward = {{"softmax_to_input_dtype_backward", 6},
+                    {"softmax_fp32_backward", 12},
+                    {"softmax_mask_backward", 8},
+                    {"softmax_scale_backward", 8},
+                    {"softmax_to_fp32_backward", 6}};
+    if (!scaling) {
+      forward.erase(forward.begin() + 1);
+      backward.erase(backward.begin() + 3);
+    }
+    CHECK(elementwise(layer_forward(c), "softmax") == forward);
+    CHECK(elementwise(layer_backward(c), "softmax") == backward);
+    CHECK(elementwise(layer_forward(c), "dropout") == Ops{{"dropout", 5}});
+  }
+  c.microbatch = 2;  // 4 attention batches: Megatron's kernel, one pass each way
+  REQUIRE(fused_softmax(c));
+  CHECK(elementwise(layer_forward(c), "softmax") == Ops{{"softmax", 4}});
+  CHECK(elementwise(layer_backward(c), "softmax") == Ops{{"softmax_backward", 6}});
+}
+
 TEST_CASE("full recompute runs the forward's kernels and collectives again before backward") {
   const LayerContext plain = small_context(2);
   const LayerContext full = small_context(2, false, Recompute::full);
@@ -1724,9 +1837,11 @@ TEST_CASE("analytic TP and CP collectives of equal size are charged by their own
 
 TEST_CASE("parallelism.stage_times scales each stage's compute kernels to its pass time") {
   // tiny-gpt on 16 GPUs: tp 2, pp 2 (layers 0-1 and 2-3), analytic TP collectives so that a pass
-  // is one segment; gradients reduced after the backward pass (no buckets inside it).
+  // is one segment; gradients reduced after the backward pass (no buckets inside it); no input
+  // gradient reduction hidden by a wgrad GEMM (it would cost what the scaled GEMM leaves).
   const std::vector<std::string> base = {"engine.layer_collectives=analytic",
-                                         "parallelism.overlap_gradient_reduce=false"};
+                                         "parallelism.overlap_gradient_reduce=false",
+                                         "parallelism.overlap_dgrad_reduce=false"};
   std::vector<std::string> timed = base;
   timed.push_back(
       "parallelism.stage_times=[{forward: 10ms, backward: 30ms}, "
