@@ -13,7 +13,6 @@ StepEstimate::StepEstimate(const Scenario& s, const Topology& topology)
       pp_(s.parallelism.pp),
       virtual_stages_(s.parallelism.virtual_stages),
       microbatches_(microbatches_per_replica(s)),
-      tp_comm_overlap_(s.parallelism.tp_comm_overlap),
       receives_ahead_(s.parallelism.pipeline_receives_ahead),
       precision_(s.workload.precision) {
   const auto& p = s.parallelism;
@@ -52,8 +51,8 @@ StepEstimate::StepEstimate(const Scenario& s, const Topology& topology)
           } else {
             c.communication_s = call_seconds(item.group == LayerGroup::tp ? tp_group : cp_group,
                                              item.op, item.bytes);
-            c.overlapped = item.op == CollectiveOp::all_gather;  // with the next GEMM
-            c.hidden_by_previous_gemm = item.hidden_by_previous_gemm;
+            c.hiding_gemm =
+                hiding_gemm_offset(item.op, p.tp_comm_overlap, item.hidden_by_previous_gemm);
           }
           c.module_runs = item.module_runs;
           cost.items.push_back(std::move(c));
@@ -121,12 +120,11 @@ double StepEstimate::pass_seconds(const PassCost& pass, const GpuSpec& gpu,
     double seconds = item.communication_s;
     if (seconds < 0) {
       seconds = kernel_seconds(item.work, gpu, item.precision);
-    } else if (tp_comm_overlap_ || item.hidden_by_previous_gemm) {
-      const size_t gemm = item.overlapped && tp_comm_overlap_ ? i + 1 : i - 1;
-      if ((gemm == i + 1 ? i + 1 < items.size() : i > 0) && items[gemm].communication_s < 0 &&
-          items[gemm].work.kernel_class == KernelClass::gemm) {
-        seconds =
-            std::max(0.0, seconds - kernel_seconds(items[gemm].work, gpu, items[gemm].precision));
+    } else if (const auto gemm = static_cast<std::ptrdiff_t>(i) + item.hiding_gemm;
+               item.hiding_gemm != 0 && gemm >= 0 && gemm < std::ssize(items)) {
+      const PassItemCost& hider = items[static_cast<size_t>(gemm)];
+      if (hider.communication_s < 0 && hider.work.kernel_class == KernelClass::gemm) {
+        seconds = std::max(0.0, seconds - kernel_seconds(hider.work, gpu, hider.precision));
       }
     }
     host_s += item.module_runs * host.layer_launch_s +

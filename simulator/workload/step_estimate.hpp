@@ -34,9 +34,8 @@ class StepEstimate {
     KernelWork work;
     Precision precision = Precision::bf16;
     double communication_s = -1;  ///< >= 0: an analytic collective of this cost
-    bool overlapped = false;      ///< a collective hidden behind its GEMM (tp_comm_overlap)
-    bool hidden_by_previous_gemm = false;  ///< as PassItem::hidden_by_previous_gemm
-    int module_runs = 0;                   ///< as PassItem::module_runs
+    int hiding_gemm = 0;          ///< a collective: as hiding_gemm_offset
+    int module_runs = 0;          ///< as PassItem::module_runs
   };
   struct PassCost {
     std::vector<PassItemCost> items;
@@ -45,7 +44,6 @@ class StepEstimate {
 
   PipelineSchedule schedule_;
   int pp_ = 1, virtual_stages_ = 1, microbatches_ = 1;
-  bool tp_comm_overlap_ = false;
   bool receives_ahead_ = false;
   std::vector<PassCost> forward_, backward_;  ///< per virtual stage
   double transfer_s_ = 0;

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cassert>
 #include <limits>
 #include <map>
 #include <numeric>
@@ -194,19 +195,17 @@ double issue_in_order(Segment& segment, const HostSpec& host, double host_lead_s
   return device_s - host_s;
 }
 
-/// Tensor-parallel collectives overlapped with a GEMM next to them (an all-gather with the GEMM
-/// that consumes it, a reduce-scatter or all-reduce with the one that produced it): each costs
-/// only what its GEMM does not hide.
-void overlap_layer_collectives(Segment& segment) {
+/// Layer collectives hidden by a GEMM next to them (`hiding_gemm[i]`, as hiding_gemm_offset, for
+/// kernel i): each costs only what its GEMM does not hide.
+void hide_layer_collectives(Segment& segment, const std::vector<int>& hiding_gemm) {
   auto& k = segment.kernels;
+  assert(hiding_gemm.size() == k.size());
   for (size_t i = 0; i < k.size(); ++i) {
-    if (k[i].kernel_class != KernelClass::communication) continue;
-    const bool gather = k[i].name.find("all_gather") != std::string::npos;
-    const size_t gemm = gather ? i + 1 : i - 1;
-    if ((gather && i + 1 < k.size()) || (!gather && i > 0)) {
-      if (k[gemm].kernel_class == KernelClass::gemm) {
-        k[i].seconds = std::max(0.0, k[i].seconds - k[gemm].seconds);
-      }
+    const auto gemm = static_cast<std::ptrdiff_t>(i) + hiding_gemm[i];
+    if (hiding_gemm[i] == 0 || gemm < 0 || gemm >= std::ssize(k)) continue;
+    const Kernel& hider = k[static_cast<size_t>(gemm)];
+    if (hider.kernel_class == KernelClass::gemm) {
+      k[i].seconds = std::max(0.0, k[i].seconds - hider.seconds);
     }
   }
 }
@@ -439,10 +438,12 @@ const std::vector<OpTemplate>& TransformerJobBuilder::templates_of(
   // host: while a collective in the network runs, the host goes on issuing the next segment's
   // kernels, from where it was (the device's backlog) for the collective's predicted time.
   double host_lead_s = 0;
+  std::vector<int> hiding_gemm;  // per kernel of the segment, as hiding_gemm_offset
   auto flush = [&] {
     if (segment.kernels.empty()) return;
     segment.name = name;
-    if (p_.tp_comm_overlap) overlap_layer_collectives(segment);
+    hide_layer_collectives(segment, hiding_gemm);
+    hiding_gemm.clear();
     host_lead_s = issue_in_order(segment, s_.host, host_lead_s);
     job_.segments.push_back(std::move(segment));
     segment = Segment{};
@@ -452,25 +453,25 @@ const std::vector<OpTemplate>& TransformerJobBuilder::templates_of(
   for (const PassItem* item : items) {
     const double host_s = item->module_runs * s_.host.layer_launch_s;
     // A collective hidden by the GEMM before it in its unit (not when that GEMM was left out: a
-    // deferred output-layer wgrad) is charged, in either engine, what the GEMM does not hide.
+    // deferred output-layer wgrad) stays in the segment in either engine, charged at flush.
     const bool hidden = item->hidden_by_previous_gemm && previous + 1 == item;
     previous = item;
     if (item->kind == PassItem::Kind::kernel) {
       segment.add({item->work.name, item->work.kernel_class, scale * kernel_time(item->work),
                    CommScope::intra_node, 0, CollectiveOp::all_reduce, host_s});
+      hiding_gemm.push_back(0);
     } else if (!network_ || hidden) {
       const GroupId group = *(item->group == LayerGroup::tp ? groups.tp : groups.cp);
-      double seconds = analytic_seconds(*item, groups);
-      // With tp_comm_overlap, overlap_layer_collectives hides it from the same GEMM at flush.
-      if (hidden && !p_.tp_comm_overlap) {
-        seconds = std::max(0.0, seconds - segment.kernels.back().seconds);
-      }
-      segment.add({item->name, KernelClass::communication, seconds,
+      segment.add({item->name, KernelClass::communication, analytic_seconds(*item, groups),
                    topology_.scope_of(gpus_of(group)), item->bytes, item->op, host_s});
+      hiding_gemm.push_back(hiding_gemm_offset(item->op, p_.tp_comm_overlap, hidden));
     } else {
       // A collective in the network cannot wait for the host: its unit's Python goes before it
       // as host time of its own.
-      if (host_s > 0) segment.add({"host_python", KernelClass::idle, host_s});
+      if (host_s > 0) {
+        segment.add({"host_python", KernelClass::idle, host_s});
+        hiding_gemm.push_back(0);
+      }
       flush();
       ops.push_back(CollectiveTemplate{item->op, item->bytes, item->group});
       host_lead_s = std::max(

@@ -557,6 +557,11 @@ bool fused_softmax(const LayerContext& c) {
   return c.microbatch * local_heads % 4 == 0 && c.model.sequence > 16 && c.model.sequence <= 16384;
 }
 
+int hiding_gemm_offset(CollectiveOp op, bool tp_comm_overlap, bool hidden_by_previous_gemm) {
+  if (tp_comm_overlap) return op == CollectiveOp::all_gather ? 1 : -1;
+  return hidden_by_previous_gemm ? -1 : 0;
+}
+
 double LayerContext::padded_vocab() const {
   const double multiple = 128.0 * tp;
   return std::ceil(static_cast<double>(model.vocab) / multiple) * multiple;

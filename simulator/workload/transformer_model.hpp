@@ -97,6 +97,13 @@ struct LayerContext {
 /// (`FusedScaleMaskSoftmax.is_kernel_available`); otherwise PyTorch's softmax runs, in fp32.
 bool fused_softmax(const LayerContext& c);
 
+/// Where the GEMM that hides a layer collective sits, relative to it: +1 the next item (with
+/// tp_comm_overlap, an all-gather behind the GEMM that consumes it), -1 the previous one (with
+/// tp_comm_overlap, the reduce-scatter or all-reduce of the GEMM that produced it; a column
+/// layer's input-gradient reduction behind its wgrad, `hidden_by_previous_gemm`), 0 none. The
+/// collective then costs what that GEMM does not hide.
+int hiding_gemm_offset(CollectiveOp op, bool tp_comm_overlap, bool hidden_by_previous_gemm);
+
 /// Forward of one transformer layer.
 std::vector<PassItem> layer_forward(const LayerContext& c);
 /// Backward of one layer, preceded by the recomputation the context asks for.

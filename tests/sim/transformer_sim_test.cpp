@@ -436,8 +436,7 @@ TEST_CASE("a column layer's input-gradient reduction costs what its wgrad GEMM d
       if (a[k].seconds == b[k].seconds) continue;
       REQUIRE(k > 0);
       CHECK(a[k].name == "tp_all_reduce");
-      CHECK(a[k - 1].name.size() > 6);
-      CHECK(a[k - 1].name.substr(a[k - 1].name.size() - 6) == "_wgrad");
+      CHECK(a[k - 1].name.ends_with("_wgrad"));
       CHECK(a[k].seconds == rel(std::max(0.0, b[k].seconds - b[k - 1].seconds), 1e-12));
       ++hidden;
       saved_s += b[k].seconds - a[k].seconds;
