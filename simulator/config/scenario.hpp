@@ -207,8 +207,8 @@ struct TransformerSpec {
   int64_t sequence = 0;
   AttentionKernel attention = AttentionKernel::flash;
   bool causal = true;  ///< causal attention kernels skip the masked half
-  /// The output head shares the embedding's weights (GPT); with pipeline parallelism the first
-  /// and last stages then all-reduce that weight's gradient every step.
+  /// The output head shares the embedding's weights (GPT): on one stage a single weight; with
+  /// pipeline parallelism the first and last stages each hold it and all-reduce its gradient.
   bool tied_embeddings = false;
 
   int64_t head_dim() const { return hidden / heads; }

@@ -89,8 +89,8 @@ std::vector<MemoryEstimate> estimate_memory(const Scenario& scenario) {
     std::vector<double> chunk_layers;
     for (int chunk = 0; chunk < v; ++chunk) {
       const int vs = virtual_stage(chunk, stage, p.pp);
-      // The chunk's layers, with the embedding on the first virtual stage and the (untied)
-      // output head on the last.
+      // The chunk's layers, with the embedding on the first virtual stage and the output head
+      // on the last (no weight of its own when tied to the embedding on the same stage).
       for (const PassUnit& unit : pass_units(c, layers, true, vs)) {
         params += unit.parameters;
         largest_unit = std::max(largest_unit, unit.parameters);

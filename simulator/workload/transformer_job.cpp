@@ -111,6 +111,9 @@ std::vector<PassUnit> pass_units(const LayerContext& c, const std::vector<StageL
   const bool last = vs == static_cast<int>(layers.size()) - 1;
   const double layer_params = layer_parameters(c.model) / c.tp;
   const double embedding_params = embedding_parameters(c) / c.tp;
+  // A tied head on the embedding's own stage multiplies by the embedding's weight: one tensor,
+  // whose gradient, optimizer state and gathers the embedding's unit carries.
+  const double head_params = c.model.tied_embeddings && first ? 0.0 : embedding_params;
   const int count = layers[static_cast<size_t>(vs)].count;
   // The unit's module code runs before its first item (`host.layer_launch`).
   auto add = [&](std::vector<PassItem> items, double parameters, int module_runs = 1) {
@@ -120,9 +123,9 @@ std::vector<PassUnit> pass_units(const LayerContext& c, const std::vector<StageL
   if (forward) {
     if (first) add(embedding_forward(c), embedding_params);
     for (int l = 0; l < count; ++l) add(layer_forward(c), layer_params);
-    if (last) add(head_forward(c), embedding_params);
+    if (last) add(head_forward(c), head_params);
   } else {
-    if (last) add(head_backward(c), embedding_params);
+    if (last) add(head_backward(c), head_params);
     // The forward's module code again, then the backward's: a full recompute, and torchtitan's
     // per-op one when eager (compiled, the recompute is in the backward graph).
     const bool reruns =

@@ -727,7 +727,8 @@ double embedding_parameters(const LayerContext& c) {
 }
 
 double model_parameters(const LayerContext& c) {
-  return c.model.layers * layer_parameters(c.model) + 2 * embedding_parameters(c) +
+  const double tables = c.model.tied_embeddings ? 1 : 2;
+  return c.model.layers * layer_parameters(c.model) + tables * embedding_parameters(c) +
          static_cast<double>(c.model.hidden);
 }
 

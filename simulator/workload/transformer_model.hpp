@@ -124,9 +124,9 @@ KernelWork zero_gradients(double parameters, int gradient_bytes);
 /// Parameters of one layer (whole, before tensor parallelism): attention and MLP weights and the
 /// two norms; biases are left out (under 0.1%).
 double layer_parameters(const TransformerSpec& model);
-/// Parameters of the embedding table, and of the output head (untied, as in Llama).
+/// Parameters of the embedding table, and of an untied output head (as in Llama).
 double embedding_parameters(const LayerContext& c);
-/// Every parameter of the model.
+/// Every parameter of the model: one table if tied (GPT), two if not.
 double model_parameters(const LayerContext& c);
 /// Flops of one training pass of one sequence through the whole model (forward + backward,
 /// without recomputation), the usual 6 N s + attention count: for tests and MFU.

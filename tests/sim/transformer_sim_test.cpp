@@ -119,6 +119,12 @@ TEST_CASE("one transformer GPU runs its microbatches' passes and the optimizer b
   }
   CHECK(segments == rel(expected, 1e-12));
   CHECK(simulate_step(s) == rel(expected, 1e-9));
+  // Tied, the head multiplies by the embedding's table: Adam updates one table, not two.
+  Scenario tied = s;
+  tied.workload.model.tied_embeddings = true;
+  const double tied_parameters = 4 * layer_parameters(c.model) + embedding_parameters(c);
+  CHECK(simulate_step(tied) ==
+        rel(16 * (forward + backward) + optimizer_seconds(tied, tied_parameters), 1e-9));
 }
 
 namespace {

@@ -1360,6 +1360,28 @@ TEST_CASE("memory of a single stage counts both the embedding and the untied out
   CHECK(estimates[0].activations == rel(4 * kLayerActivations));
 }
 
+TEST_CASE("a tied output head holds no weight of its own on the embedding's stage") {
+  // One stage: the head multiplies by the embedding's table, so the stage holds one table.
+  Scenario single = memory_scenario(1, 2, DataParallelKind::zero1);
+  single.workload.model.tied_embeddings = true;
+  const auto one = estimate_memory(single);
+  REQUIRE(one.size() == 1);
+  const double params = 4 * kLayerParams + kEmbeddingParams;
+  CHECK(one[0].weights == rel(2 * params));
+  CHECK(one[0].gradients == rel(2 * params));
+  CHECK(one[0].optimizer == rel(12 * params / 2));
+  CHECK(model_parameters(layer_context(single)) == rel(params + 64));  // + the final norm
+  single.workload.model.tied_embeddings = false;
+  CHECK(model_parameters(layer_context(single)) == rel(params + kEmbeddingParams + 64));
+  // Two stages: the first holds the embedding, the last its copy for the head.
+  Scenario split = memory_scenario(2, 4, DataParallelKind::zero1);
+  split.workload.model.tied_embeddings = true;
+  for (const auto& m : estimate_memory(split)) {
+    CAPTURE(m.stage);
+    CHECK(m.weights == rel(2 * (2 * kLayerParams + kEmbeddingParams)));
+  }
+}
+
 TEST_CASE("memory of ZeRO-2, FSDP with and without resharding, HSDP and fp32 gradients, by hand") {
   const double params = 2 * kLayerParams + kEmbeddingParams;  // a stage of the two-stage model
   const double unit = kLayerParams;                           // the largest gathered unit
