@@ -277,6 +277,9 @@ struct ParallelismSpec {
   };
   std::vector<StageTime> stage_times;
   Recompute recompute = Recompute::none;
+  /// With full recompute: how many layers of each pipeline chunk are recomputed, the first ones
+  /// (Megatron's `--recompute-method block --recompute-num-layers N`); 0: every layer.
+  int recompute_layers = 0;
   /// Innermost first: consecutive ranks differ in order[0] (Megatron: tp, cp, pp, dp).
   std::vector<ParallelDim> order = {ParallelDim::tp, ParallelDim::cp, ParallelDim::pp,
                                     ParallelDim::dp};

@@ -35,6 +35,7 @@ const std::vector<std::string> kTransformerOnlyKeys = {"sequence_parallel",
                                                        "stage_layers",
                                                        "stage_times",
                                                        "recompute",
+                                                       "recompute_layers",
                                                        "order",
                                                        "gradient_bucket",
                                                        "overlap_gradient_reduce",
@@ -477,6 +478,7 @@ void read_run_settings(MapReader& r, Scenario& s) {
     }
     assign(s.parallelism.recompute,
            p.choice("recompute", false, {"none", "selective", "full", "per_op"}));
+    assign(s.parallelism.recompute_layers, p.integer("recompute_layers", false, 1, 100000));
     if (const ConfigNode* list = p.list("order", false)) {
       const std::vector<std::string> names = {"tp", "cp", "pp", "dp"};
       std::vector<ParallelDim> order;
@@ -708,6 +710,15 @@ void check_transformer(const ConfigNode& root, const Scenario& s, Diagnostics& d
     }
   }
 
+  if (p.recompute_layers > 0 && p.recompute != Recompute::full) {
+    diags.error(loc_of(root, "parallelism.recompute_layers"),
+                "'parallelism.recompute_layers' needs recompute 'full' (it chooses which layers a "
+                "full recompute covers)");
+  } else if (p.recompute_layers > m.layers) {
+    diags.error(loc_of(root, "parallelism.recompute_layers"),
+                fmt::format("'parallelism.recompute_layers' {} is more than the model's {} layers",
+                            p.recompute_layers, m.layers));
+  }
   const int64_t chunks = static_cast<int64_t>(p.pp) * p.virtual_stages;
   if (p.schedule == PipelineSchedule::interleaved && (p.virtual_stages < 2 || p.pp < 2)) {
     diags.error(at, "schedule 'interleaved' needs pp >= 2 and virtual_stages >= 2");

@@ -86,7 +86,7 @@ std::vector<MemoryEstimate> estimate_memory(const Scenario& scenario) {
     m.stage = stage;
     double params = 0;
     double largest_unit = 0;
-    std::vector<double> chunk_layers;
+    std::vector<double> chunk_bytes;  // activations a forward of each chunk holds
     for (int chunk = 0; chunk < v; ++chunk) {
       const int vs = virtual_stage(chunk, stage, p.pp);
       // The chunk's layers, with the embedding on the first virtual stage and the output head
@@ -95,7 +95,9 @@ std::vector<MemoryEstimate> estimate_memory(const Scenario& scenario) {
         params += unit.parameters;
         largest_unit = std::max(largest_unit, unit.parameters);
       }
-      chunk_layers.push_back(layers[static_cast<size_t>(vs)].count);
+      const int count = layers[static_cast<size_t>(vs)].count;
+      const int recomputed = recomputed_layers(c, count);
+      chunk_bytes.push_back(recomputed * per_layer + (count - recomputed) * full_layer);
     }
     // FSDP holds its shard plus the gathered units in use (two: one computing, one prefetched);
     // without resharding after the forward pass, every unit's gathered weights until backward.
@@ -106,10 +108,9 @@ std::vector<MemoryEstimate> estimate_memory(const Scenario& scenario) {
     m.gradients = sharded_gradients ? params / shards * g + largest_unit * g : params * g;
     m.optimizer = 12 * params / (p.data_parallel == DataParallelKind::ddp ? 1.0 : shards);
     // Walk the schedule: a forward saves its chunk's activations until its backward.
-    for (double& layers_of_chunk : chunk_layers) layers_of_chunk *= per_layer;
     m.activations =
         peak_held(pipeline_passes(p.schedule, p.pp, v, microbatches_per_replica(scenario), stage),
-                  chunk_layers);
+                  chunk_bytes);
     if (p.recompute == Recompute::full) m.transient = full_layer;
     const bool last = (chunks - 1) % p.pp == stage;
     if (last) m.transient = std::max(m.transient, c.tokens() * vocab * (e + 4));

@@ -79,6 +79,7 @@ LayerContext layer_context(const Scenario& s) {
   c.sequence_parallel = s.parallelism.sequence_parallel && s.parallelism.tp > 1;
   c.microbatch = s.workload.microbatch;
   c.recompute = s.parallelism.recompute;
+  c.recompute_layers = s.parallelism.recompute_layers;
   c.activation_bytes = bytes_per_element(s.workload.precision);
   c.fp8 = s.workload.fp8_gemms;
   const FrameworkPreset& framework = framework_preset(s.parallelism.framework);
@@ -90,6 +91,11 @@ LayerContext layer_context(const Scenario& s) {
   c.overlap_dgrad_reduce = s.parallelism.overlap_dgrad_reduce;
   c.query_key_layer_scaling = framework.query_key_layer_scaling;
   return c;
+}
+
+int recomputed_layers(const LayerContext& c, int count) {
+  if (c.recompute != Recompute::full || c.recompute_layers == 0) return count;
+  return std::min(count, c.recompute_layers);
 }
 
 int microbatches_per_replica(const Scenario& s) {
@@ -131,7 +137,18 @@ std::vector<PassUnit> pass_units(const LayerContext& c, const std::vector<StageL
     const bool reruns =
         c.recompute == Recompute::full || (c.recompute == Recompute::per_op && c.eager_layers);
     const int layer_runs = reruns ? 2 : 1;
-    for (int l = 0; l < count; ++l) add(layer_backward(c), layer_params, layer_runs);
+    // Megatron's block method: the chunk's first recompute_layers layers recompute, the others
+    // kept their activations.
+    LayerContext kept = c;
+    kept.recompute = Recompute::none;
+    const int recomputed = recomputed_layers(c, count);
+    for (int l = 0; l < count; ++l) {
+      if (l < recomputed) {
+        add(layer_backward(c), layer_params, layer_runs);
+      } else {
+        add(layer_backward(kept), layer_params);
+      }
+    }
     if (first) add(embedding_backward(c), embedding_params);
   }
   return out;

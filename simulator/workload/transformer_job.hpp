@@ -52,6 +52,10 @@ std::vector<PassUnit> pass_units(const LayerContext& context,
 
 /// The context of one rank's layers (tensor/context-parallel slice of a microbatch).
 LayerContext layer_context(const Scenario& scenario);
+/// How many of a chunk's `count` layers recompute as `context.recompute` says (the first ones);
+/// the others keep their activations: all but with a full recompute limited by
+/// `recompute_layers`.
+int recomputed_layers(const LayerContext& context, int count);
 
 /// Microbatches each data-parallel replica runs per step.
 int microbatches_per_replica(const Scenario& scenario);

@@ -39,6 +39,7 @@ struct LayerContext {
   bool sequence_parallel = false;
   int64_t microbatch = 1;
   Recompute recompute = Recompute::none;
+  int recompute_layers = 0;  ///< full recompute of the first N layers of each chunk; 0: all
   int activation_bytes = 2;  ///< per element of activations and weights (the workload precision)
   /// Whether the layers' linear GEMMs run in FP8 (`workload.fp8_gemms`), each input and output
   /// gradient quantized by a kernel of its own.

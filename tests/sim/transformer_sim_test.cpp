@@ -127,6 +127,25 @@ TEST_CASE("one transformer GPU runs its microbatches' passes and the optimizer b
         rel(16 * (forward + backward) + optimizer_seconds(tied, tied_parameters), 1e-9));
 }
 
+TEST_CASE("recomputing the first N layers costs N layers' recompute, simulated and closed form") {
+  Scenario s =
+      tiny({"parallelism.gpus=1", "parallelism.tp=1", "parallelism.pp=1", "parallelism.dp=1"});
+  auto closed_form = [](const Scenario& x) {
+    return StepEstimate(x, Topology(x.platform)).seconds(x.platform.gpu, x.host);
+  };
+  const double none = simulate_step(s);
+  s.parallelism.recompute = Recompute::full;
+  const double full = simulate_step(s);
+  // tiny-gpt's 4 layers on one stage: the first recomputes, the other three keep activations.
+  s.parallelism.recompute_layers = 1;
+  const double one = simulate_step(s);
+  CHECK(full > none);
+  CHECK(one - none == rel((full - none) / 4, 1e-9));
+  CHECK(closed_form(s) == rel(one, 1e-9));
+  s.parallelism.recompute_layers = 4;
+  CHECK(simulate_step(s) == rel(full, 1e-12));
+}
+
 namespace {
 
 /// A 1F1B or GPipe pipeline of 4 stages of one layer each, 16 microbatches, on one node.

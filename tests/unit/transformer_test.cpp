@@ -1382,6 +1382,41 @@ TEST_CASE("a tied output head holds no weight of its own on the embedding's stag
   }
 }
 
+TEST_CASE("a full recompute of the first N layers of each chunk, as Megatron's block method") {
+  // Two stages of two layers; the first layer of each recomputes, the second keeps its
+  // activations.
+  Scenario s = memory_scenario(2, 4, DataParallelKind::zero1);
+  s.parallelism.recompute = Recompute::full;
+  s.parallelism.recompute_layers = 1;
+  const LayerContext c = layer_context(s);
+  const auto layers = split_layers(s.parallelism, 4);
+  const auto units = pass_units(c, layers, false, 1);  // the last stage: head, then two layers
+  REQUIRE(units.size() == 3);
+  auto recomputes = [](const PassUnit& unit) {
+    return std::any_of(unit.items.begin(), unit.items.end(), [](const PassItem& item) {
+      return item.kind == PassItem::Kind::kernel && item.work.name.starts_with("recompute_");
+    });
+  };
+  CHECK(recomputes(units[1]));
+  CHECK(units[1].items.front().module_runs == 2);  // the forward's module code runs again
+  CHECK_FALSE(recomputes(units[2]));
+  CHECK(units[2].items.front().module_runs == 1);
+  // Each stage holds one layer's input and one layer's every activation per microbatch in
+  // flight (stage 0: 2 of 1F1B's microbatches; the last stage one), and the transient of a
+  // recomputed layer.
+  const double full_layer = kLayerActivations;
+  const double input = 64.0 * 64 * 2;  // s b h x 2 bytes
+  const auto estimates = estimate_memory(s);
+  CHECK(estimates[0].activations == rel(2 * (input + full_layer)));
+  CHECK(estimates[1].activations == rel(input + full_layer));
+  CHECK(estimates[0].transient == rel(full_layer));
+  // N at least the chunk's layers: every layer, as without N.
+  s.parallelism.recompute_layers = 2;
+  Scenario all = s;
+  all.parallelism.recompute_layers = 0;
+  CHECK(estimate_memory(s)[0].activations == rel(estimate_memory(all)[0].activations));
+}
+
 TEST_CASE("memory of ZeRO-2, FSDP with and without resharding, HSDP and fp32 gradients, by hand") {
   const double params = 2 * kLayerParams + kEmbeddingParams;  // a stage of the two-stage model
   const double unit = kLayerParams;                           // the largest gathered unit
