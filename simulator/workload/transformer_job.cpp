@@ -137,17 +137,14 @@ std::vector<PassUnit> pass_units(const LayerContext& c, const std::vector<StageL
     const bool reruns =
         c.recompute == Recompute::full || (c.recompute == Recompute::per_op && c.eager_layers);
     const int layer_runs = reruns ? 2 : 1;
-    // Megatron's block method: the chunk's first recompute_layers layers recompute, the others
-    // kept their activations.
+    // Megatron's block method: the chunk's first layers recompute, the others keep their
+    // activations.
     LayerContext kept = c;
     kept.recompute = Recompute::none;
     const int recomputed = recomputed_layers(c, count);
     for (int l = 0; l < count; ++l) {
-      if (l < recomputed) {
-        add(layer_backward(c), layer_params, layer_runs);
-      } else {
-        add(layer_backward(kept), layer_params);
-      }
+      const bool recomputes = l < recomputed;
+      add(layer_backward(recomputes ? c : kept), layer_params, recomputes ? layer_runs : 1);
     }
     if (first) add(embedding_backward(c), embedding_params);
   }

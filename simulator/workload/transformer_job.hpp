@@ -52,9 +52,9 @@ std::vector<PassUnit> pass_units(const LayerContext& context,
 
 /// The context of one rank's layers (tensor/context-parallel slice of a microbatch).
 LayerContext layer_context(const Scenario& scenario);
-/// How many of a chunk's `count` layers recompute as `context.recompute` says (the first ones);
-/// the others keep their activations: all but with a full recompute limited by
-/// `recompute_layers`.
+/// How many of a chunk's `count` layers (the first ones) recompute as `context.recompute` says;
+/// the others keep their activations. All of them, unless `recompute_layers` limits a full
+/// recompute.
 int recomputed_layers(const LayerContext& context, int count);
 
 /// Microbatches each data-parallel replica runs per step.
