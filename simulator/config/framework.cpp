@@ -24,6 +24,7 @@ FrameworkPreset megatron_lm() {
   f.has_tp_comm_overlap = true;    // Transformer Engine userbuffers
   f.overlaps_dgrad_reduce = true;  // async_tensor_model_parallel_allreduce; TE's column layers
   f.has_defer_embedding_wgrad = true;
+  f.has_cross_entropy_fusion = true;  // --cross-entropy-loss-fusion, off by default
   f.host = {8e-6, 8e-6, 0};
   return f;
 }

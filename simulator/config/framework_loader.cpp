@@ -187,6 +187,16 @@ void read_framework_mechanics(MapReader& p, Scenario& s) {
   }
   par.fused_projections = f.fused_projections;
   assign(par.fused_projections, p.boolean("fused_projections", false));
+  par.cross_entropy_fusion = f.cross_entropy_fusion;
+  assign(par.cross_entropy_fusion, p.boolean("cross_entropy_fusion", false));
+  if (par.cross_entropy_fusion && !f.has_cross_entropy_fusion) {
+    refuse(p, "cross_entropy_fusion",
+           fmt::format("{} has no fused loss ({}); cross_entropy_fusion is Megatron-Core's "
+                       "cross_entropy_loss_fusion (framework: megatron-lm)",
+                       framework,
+                       f.eager_elementwise ? "PyTorch's cross_entropy on fp32 logits"
+                                           : "vocab_parallel_cross_entropy on fp32 logits"));
+  }
   assign(par.torch_compile, p.boolean("torch_compile", false));
   if (!f.eager_elementwise) {
     refuse(p, "torch_compile",

@@ -332,6 +332,9 @@ struct ParallelismSpec {
   /// Each group of projections that read one input fused into one GEMM (Megatron's `linear_qkv`,
   /// `linear_fc1`); false: a linear layer each (torchtitan's `wq`, `wk`, `wv`; `w1`, `w3`).
   bool fused_projections = true;
+  /// Megatron-Core's `cross_entropy_loss_fusion`: the loss's forward and backward one fused
+  /// kernel each; false: a kernel per tensor op of `vocab_parallel_cross_entropy`.
+  bool cross_entropy_fusion = false;
 
   int ranks() const { return dp * tp * pp * cp; }
 };

@@ -54,7 +54,8 @@ const std::vector<std::string> kTransformerOnlyKeys = {"sequence_parallel",
                                                        "defer_embedding_wgrad",
                                                        "wgrad_deferral_limit",
                                                        "torch_compile",
-                                                       "fused_projections"};
+                                                       "fused_projections",
+                                                       "cross_entropy_fusion"};
 
 const std::vector<std::string> kPrecisionNames = {"fp32", "tf32", "bf16", "fp16", "fp8"};
 

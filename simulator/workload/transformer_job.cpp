@@ -87,6 +87,7 @@ LayerContext layer_context(const Scenario& s) {
   c.pipeline_transfer = s.parallelism.pipeline_transfer;
   c.eager_head = framework.eager_elementwise;
   c.eager_layers = c.eager_head && !s.parallelism.torch_compile;
+  c.cross_entropy_fusion = s.parallelism.cross_entropy_fusion;
   c.fused_projections = s.parallelism.fused_projections;
   c.overlap_dgrad_reduce = s.parallelism.overlap_dgrad_reduce;
   c.query_key_layer_scaling = framework.query_key_layer_scaling;

@@ -666,9 +666,21 @@ std::vector<PassItem> head_forward(const LayerContext& c) {
     // than shared memory reads its input three times (max, sum, output).
     eager_ops(items, "cross_entropy", s.tokens * vocab,
               {{"logits_to_fp32", s.e + 4}, {"log_softmax", 16}, {"nll_loss", 0}});
-  } else {
-    // Vocabulary-parallel cross-entropy on fp32 logits: max, sum of exponentials, target logit.
+  } else if (c.cross_entropy_fusion) {
+    // Megatron-Core's fused loss: max, sum of exponentials, target logit over fp32 logits.
     items.push_back(kernel(memory_bound("cross_entropy", s.tokens * vocab * (s.e + 8))));
+  } else {
+    // Megatron's vocab_parallel_cross_entropy (megatron/core/tensor_parallel/cross_entropy.py;
+    // Megatron-DeepSpeed's is the same): the logits cast to fp32, then each tensor op a pass
+    // over them; the softmax stays for the backward. The per-token ops (target mask, target
+    // logit, log) cost a launch each and are left out.
+    eager_ops(items, "cross_entropy", s.tokens * vocab,
+              {{"logits_to_fp32", s.e + 4},
+               {"logits_max", 4},
+               {"subtract_max", 8},
+               {"exp", 8},
+               {"sum_exp", 4},
+               {"softmax_divide", 8}});
   }
   if (c.tp > 1) {
     // Megatron's vocab-parallel cross-entropy: the logits' maximum, the target logit and the sum
@@ -692,8 +704,13 @@ std::vector<PassItem> head_backward(const LayerContext& c) {
               {{"nll_loss_backward", 4},
                {"log_softmax_backward", 16},
                {"logits_to_fp32_backward", 4 + s.e}});
-  } else {
+  } else if (c.cross_entropy_fusion) {
     items.push_back(kernel(memory_bound("cross_entropy_backward", s.tokens * vocab * (s.e + 4))));
+  } else {
+    // The softmax minus the one-hot target (a per-token update), times the loss gradient in
+    // place, cast back to the logits' precision.
+    eager_ops(items, "cross_entropy", s.tokens * vocab,
+              {{"subtract_target", 0}, {"grad_scale", 8}, {"logits_to_fp32_backward", 4 + s.e}});
   }
   // The output layer is not a Transformer Engine module (Megatron-Core's ColumnParallelLinear;
   // torchtitan's float8 conversion skips `output`): it stays in the workload's precision.

@@ -57,6 +57,9 @@ struct LayerContext {
   /// and loss of every torchtitan job (it compiles only the transformer blocks).
   bool eager_layers = false;
   bool eager_head = false;
+  /// The loss as one fused kernel a pass (`parallelism.cross_entropy_fusion`); else Megatron's
+  /// `vocab_parallel_cross_entropy`, a kernel per tensor op (ignored with `eager_head`).
+  bool cross_entropy_fusion = false;
   /// One GEMM for the projections that read one input, as Megatron fuses them; false: a linear
   /// layer each, as torchtitan's Llama writes them (`wq`, `wk`, `wv`; `w1`, `w3`).
   bool fused_projections = true;

@@ -454,6 +454,35 @@ std::pair<double, int> kernels_prefixed(const std::vector<PassItem>& items,
   return {bytes, count};
 }
 
+TEST_CASE("Megatron's loss: a kernel per tensor op over fp32 logits, or one fused kernel a pass") {
+  LayerContext c = small_context(2);
+  c.model.vocab = 1000;  // padded to 1,024: 512 on each of the 2 TP ranks
+  const double logits = 64.0 * 512, e = 2;
+  // Megatron-LM's default and Megatron-DeepSpeed's: cast (e + 4), max (4), subtract (8), exp
+  // (8), sum (4), divide (8) forward; the one-hot update (per token), scale (8), cast back
+  // (4 + e) backward.
+  CHECK(kernels_prefixed(head_forward(c), "cross_entropy_") ==
+        std::pair{logits * (e + 4 + 4 + 8 + 8 + 4 + 8), 6});
+  CHECK(kernels_prefixed(head_backward(c), "cross_entropy_") == std::pair{logits * (8 + 4 + e), 3});
+  c.cross_entropy_fusion = true;  // Megatron-Core's cross_entropy_loss_fusion
+  CHECK(bytes_named(head_forward(c), "cross_entropy") == rel(logits * (e + 8)));
+  CHECK(bytes_named(head_backward(c), "cross_entropy_backward") == rel(logits * (e + 4)));
+  CHECK(kernels_prefixed(head_forward(c), "cross_entropy_").second == 0);
+  // The vocabulary-parallel all-reduces are the same either way.
+  int collectives = 0;
+  for (const auto& item : head_forward(c)) collectives += item.kind == PassItem::Kind::collective;
+  CHECK(collectives == 3);
+
+  SUBCASE("the framework decides, parallelism.cross_entropy_fusion overrides") {
+    auto fused_in = [](std::vector<std::string> sets) {
+      return layer_context(load_scenario(kTinyGpt, sets)).cross_entropy_fusion;
+    };
+    CHECK_FALSE(fused_in({}));
+    CHECK_FALSE(fused_in({"parallelism.framework=megatron-deepspeed"}));
+    CHECK(fused_in({"parallelism.cross_entropy_fusion=true"}));
+  }
+}
+
 TEST_CASE("torchtitan's projections are linear layers of their own, their dgrads summed") {
   // The small model with SwiGLU and grouped-query attention (4 heads, 2 key/value heads).
   LayerContext fused = small_context(1);
