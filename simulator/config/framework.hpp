@@ -49,10 +49,9 @@ struct FrameworkPreset {
   /// One GEMM for the projections that read one input (Megatron's `linear_qkv`, `linear_fc1`);
   /// false: a linear layer each (torchtitan's `wq`, `wk`, `wv` and `w1`, `w3`).
   bool fused_projections = true;
-  /// The loss as one fused kernel a pass (Megatron-Core's `cross_entropy_loss_fusion`); false:
-  /// Megatron's `vocab_parallel_cross_entropy`, a kernel per tensor op over fp32 logits.
-  bool cross_entropy_fusion = false;
-  bool has_cross_entropy_fusion = false;  ///< whether a job can choose the fused loss
+  /// Whether a job can choose Megatron-Core's fused loss (`cross_entropy_loss_fusion`, off by
+  /// default in every framework that has it).
+  bool has_cross_entropy_fusion = false;
   /// Per-op selective activation checkpointing (`recompute: per_op`, torchtitan's).
   bool has_per_op_recompute = false;
   /// FP8 scaling unless `workload.fp8_scaling` says otherwise; whether `rowwise` (torchao's) is

@@ -187,7 +187,6 @@ void read_framework_mechanics(MapReader& p, Scenario& s) {
   }
   par.fused_projections = f.fused_projections;
   assign(par.fused_projections, p.boolean("fused_projections", false));
-  par.cross_entropy_fusion = f.cross_entropy_fusion;
   assign(par.cross_entropy_fusion, p.boolean("cross_entropy_fusion", false));
   if (par.cross_entropy_fusion && !f.has_cross_entropy_fusion) {
     refuse(p, "cross_entropy_fusion",

@@ -671,8 +671,8 @@ std::vector<PassItem> head_forward(const LayerContext& c) {
     items.push_back(kernel(memory_bound("cross_entropy", s.tokens * vocab * (s.e + 8))));
   } else {
     // Megatron's vocab_parallel_cross_entropy (megatron/core/tensor_parallel/cross_entropy.py;
-    // Megatron-DeepSpeed's is the same): the logits cast to fp32, then each tensor op a pass
-    // over them; the softmax stays for the backward. The per-token ops (target mask, target
+    // Megatron-DeepSpeed's copy runs the same ops): the logits cast to fp32, then each tensor op a
+    // pass over them; the softmax stays for the backward. The per-token ops (target mask, target
     // logit, log) cost a launch each and are left out.
     eager_ops(items, "cross_entropy", s.tokens * vocab,
               {{"logits_to_fp32", s.e + 4},
