@@ -287,6 +287,32 @@ THROUGHPUT_LAYOUT = [  # (source column, --set path): taken from every throughpu
 ]
 
 
+LAYOUT_KEYS = {path for _, path in THROUGHPUT_LAYOUT} | {
+    "parallelism.schedule", "parallelism.virtual_stages"}
+
+
+def check_layout_override(case: str, sets: Sequence[str], codes: Sequence[str],
+                          where: str) -> None:
+    """A throughput row's layout comes from the measured table; a case may replace it only under
+    the code `layout-from-recipe` (the table's layout shown impossible or contradicted by every
+    recipe release), and that code needs a replacement."""
+    overridden = sorted({s.split("=", 1)[0] for s in sets} & LAYOUT_KEYS)
+    if bool(overridden) != ("layout-from-recipe" in codes):
+        what = (f"sets {', '.join(overridden)} without" if overridden
+                else "lists but overrides no layout setting with")
+        raise InputError(f"{where}: error: case {case} {what} approximation code "
+                         f"layout-from-recipe")
+
+
+def merge_sets(layout: Sequence[str], row_sets: Sequence[str]) -> list[str]:
+    """The source's layout settings, then the case row's others. A row's layout setting takes
+    the source's place (or follows the layout), so that a case whose layout is another row's
+    runs, caches and ranks as that row's command."""
+    replace = {s.split("=", 1)[0]: s for s in row_sets if s.split("=", 1)[0] in LAYOUT_KEYS}
+    merged = [replace.pop(s.split("=", 1)[0], s) for s in layout] + list(replace.values())
+    return merged + [s for s in row_sets if s.split("=", 1)[0] not in LAYOUT_KEYS]
+
+
 def load_throughput(data: Path) -> list[Case]:
     source = data / "throughput-dense-llm" / "throughput_dense.csv"
     table = CASES_DIR / "throughput-dense.csv"
@@ -311,9 +337,12 @@ def load_throughput(data: Path) -> list[Case]:
             sets += ["parallelism.schedule=interleaved",
                      f"parallelism.virtual_stages={int(number(vp, 'vp', source, src_line))}"]
         try:
-            sets += list(split_sets(row["sets"]))
+            row_sets = list(split_sets(row["sets"]))
         except ValueError as e:
             raise InputError(f"{where}: error: override '{e}' has no '='") from None
+        codes = tuple(row.get("approximated", "").split())
+        check_layout_override(f"throughput:{src_line}", row_sets, codes, where)
+        sets = merge_sets(sets, row_sets)
         scenario = CASES_DIR / "throughput" / need(row, "scenario", table, line)
         if not scenario.exists():
             raise InputError(f"{where}: error: no scenario {scenario.relative_to(REPO)}")
@@ -321,7 +350,6 @@ def load_throughput(data: Path) -> list[Case]:
         seq = number(src["seq_len"], "seq_len", source, src_line)
         gpus = number(src["gpus"], "gpus", source, src_line)
         tps = number(src["tokens_per_s_per_gpu"], "tokens_per_s_per_gpu", source, src_line)
-        codes = tuple(row.get("approximated", "").split())
         check_cp_code(f"throughput:{src_line}", int(number(src["cp"], "cp", source, src_line)),
                       need(row, "framework", table, line), codes, where)
         use = need(row, "use", table, line)

@@ -116,6 +116,28 @@ for cp, framework, codes, ok in ((2, "megatron-lm", ["te-cp-ring"], True),
     check_refusal(f"check_cp_code cp={cp} {framework} {codes}",
                   lambda: vt.check_cp_code("c", cp, framework, codes, "t.csv:3"), not ok, "t.csv:3")
 
+# A throughput row's layout is the measured table's; replacing it takes the code
+# layout-from-recipe, and the code takes a replacement.
+RECIPE = ["parallelism.pp=4", "parallelism.schedule=interleaved"]
+for sets, codes, ok in ((RECIPE, ["layout-from-recipe"], True), ([], [], True),
+                        (["workload.fp8_gemms=true"], [], True),
+                        (RECIPE, [], False), (["workload.microbatch=1"], ["fp8"], False),
+                        ([], ["layout-from-recipe"], False),
+                        (["workload.fp8_gemms=true"], ["layout-from-recipe"], False)):
+    check_refusal(f"check_layout_override {sets} {codes}",
+                  lambda: vt.check_layout_override("c", sets, codes, "t.csv:4"), not ok, "t.csv:4")
+
+# A replaced layout lands where the source's was: the command equals the row's that states it.
+stated = ["parallelism.pp=4", "workload.microbatch=1", "parallelism.schedule=interleaved",
+          "parallelism.virtual_stages=5", "workload.fp8_gemms=true"]
+replaced = vt.merge_sets(["parallelism.pp=1", "workload.microbatch=2"],
+                         ["workload.fp8_gemms=true", "parallelism.pp=4", "workload.microbatch=1",
+                          "parallelism.schedule=interleaved", "parallelism.virtual_stages=5"])
+check("merge_sets puts a replaced layout in the source's place", replaced == stated, str(replaced))
+check("merge_sets keeps a row without layout settings as before",
+      vt.merge_sets(["parallelism.pp=2"], ["workload.fp8_gemms=true"])
+      == ["parallelism.pp=2", "workload.fp8_gemms=true"])
+
 # --- synthetic cases -----------------------------------------------------------------------
 EFF = "platform.gpu.compute.gemm_efficiency"
 KO = "platform.gpu.compute.kernel_overhead"
