@@ -291,12 +291,17 @@ LAYOUT_KEYS = {path for _, path in THROUGHPUT_LAYOUT} | {
     "parallelism.schedule", "parallelism.virtual_stages"}
 
 
+def set_path(setting: str) -> str:
+    """The path of a `PATH=VALUE` override."""
+    return setting.partition("=")[0]
+
+
 def check_layout_override(case: str, sets: Sequence[str], codes: Sequence[str],
                           where: str) -> None:
     """A throughput row's layout comes from the measured table; a case may replace it only under
     the code `layout-from-recipe` (the table's layout shown impossible or contradicted by every
     recipe release), and that code needs a replacement."""
-    overridden = sorted({s.split("=", 1)[0] for s in sets} & LAYOUT_KEYS)
+    overridden = sorted({set_path(s) for s in sets} & LAYOUT_KEYS)
     if bool(overridden) != ("layout-from-recipe" in codes):
         what = (f"sets {', '.join(overridden)} without" if overridden
                 else "lists but overrides no layout setting with")
@@ -308,9 +313,9 @@ def merge_sets(layout: Sequence[str], row_sets: Sequence[str]) -> list[str]:
     """The source's layout settings, then the case row's others. A row's layout setting takes
     the source's place (or follows the layout), so that a case whose layout is another row's
     runs, caches and ranks as that row's command."""
-    replace = {s.split("=", 1)[0]: s for s in row_sets if s.split("=", 1)[0] in LAYOUT_KEYS}
-    merged = [replace.pop(s.split("=", 1)[0], s) for s in layout] + list(replace.values())
-    return merged + [s for s in row_sets if s.split("=", 1)[0] not in LAYOUT_KEYS]
+    replace = {set_path(s): s for s in row_sets if set_path(s) in LAYOUT_KEYS}
+    merged = [replace.pop(set_path(s), s) for s in layout] + list(replace.values())
+    return merged + [s for s in row_sets if set_path(s) not in LAYOUT_KEYS]
 
 
 def load_throughput(data: Path) -> list[Case]:
