@@ -16,11 +16,13 @@ const char* to_string(Precision precision) {
       return "fp16";
     case Precision::fp8:
       return "fp8";
+    case Precision::fp4:
+      return "fp4";
   }
   return "?";
 }
 
-int bytes_per_element(Precision precision) {
+double bytes_per_element(Precision precision) {
   switch (precision) {
     case Precision::fp32:
     case Precision::tf32:
@@ -30,6 +32,8 @@ int bytes_per_element(Precision precision) {
       return 2;
     case Precision::fp8:
       return 1;
+    case Precision::fp4:
+      return 0.5 + 1.0 / 16;  // an E4M3 scale per 16 values
   }
   return 4;
 }

@@ -15,12 +15,13 @@
 namespace prismsim {
 
 /// Numeric precision of a workload's math.
-enum class Precision { fp32, tf32, bf16, fp16, fp8 };
+/// fp4 is NVFP4: 4-bit values with an E4M3 scale per 16 (Blackwell's block-scaled tensor cores).
+enum class Precision { fp32, tf32, bf16, fp16, fp8, fp4 };
 
 /// Name of a precision as written in YAML ("bf16").
 const char* to_string(Precision precision);
-/// Bytes per element of a precision.
-int bytes_per_element(Precision precision);
+/// Bytes per element of a precision (fp4: half a byte and its share of the block scale).
+double bytes_per_element(Precision precision);
 
 /// How fast a GPU runs the kernels of a transformer (fitted by calibration; see
 /// workload/compute_model.hpp for the formula).
@@ -233,6 +234,9 @@ struct WorkloadSpec {
   Precision precision = Precision::bf16;
   bool fp8_gemms = false;  ///< transformer: the layers' linear GEMMs in FP8, with their casts
   std::optional<Fp8Scaling> fp8_scaling;  ///< with fp8_gemms; unset: the framework's
+  /// transformer: the layers' linear GEMMs in NVFP4 (Transformer Engine's NVFP4BlockScaling),
+  /// with its casts (an amax pass each, as FP8's per-tensor current scaling)
+  bool fp4_gemms = false;
   int64_t global_batch = 0;  ///< samples per training step, over all data-parallel replicas
   int64_t microbatch = 1;    ///< samples per forward/backward pass
 };

@@ -57,7 +57,10 @@ const std::vector<std::string> kTransformerOnlyKeys = {"sequence_parallel",
                                                        "fused_projections",
                                                        "cross_entropy_fusion"};
 
-const std::vector<std::string> kPrecisionNames = {"fp32", "tf32", "bf16", "fp16", "fp8"};
+const std::vector<std::string> kPrecisionNames = {"fp32", "tf32", "bf16", "fp16", "fp8", "fp4"};
+/// What a workload's math may run in: every precision but fp4, which only GEMMs use.
+const std::vector<std::string> kWorkloadPrecisionNames(kPrecisionNames.begin(),
+                                                       kPrecisionNames.end() - 1);
 
 /// An achievable fraction of a peak, in [0.001, 1].
 std::optional<double> read_fraction(MapReader& r, std::string_view key) {
@@ -416,11 +419,12 @@ WorkloadSpec read_workload(const ConfigNode& node, Diagnostics& diags) {
     workload.model = read_model(r);
     workload.layers = workload.model.layers;
     assign(workload.fp8_gemms, r.boolean("fp8_gemms", false));
+    assign(workload.fp4_gemms, r.boolean("fp4_gemms", false));
     if (auto scaling = r.choice("fp8_scaling", false, {"delayed", "tensorwise", "rowwise"})) {
       workload.fp8_scaling = static_cast<Fp8Scaling>(*scaling);
     }
   }
-  assign(workload.precision, r.choice("precision", true, kPrecisionNames));
+  assign(workload.precision, r.choice("precision", true, kWorkloadPrecisionNames));
   assign(workload.global_batch, r.integer("global_batch", true, 1, kMaxInt64));
   assign(workload.microbatch, r.integer("microbatch", false, 1, kMaxInt64));
   r.finish();
@@ -775,9 +779,24 @@ void check_transformer(const ConfigNode& root, const Scenario& s, Diagnostics& d
         loc_of(root, "workload.fp8_gemms"),
         fmt::format("platform '{}' gives no peak_flops for precision 'fp8'", s.platform.name));
   }
+  if (w.fp4_gemms) {
+    const SourceLoc fp4_at = loc_of(root, "workload.fp4_gemms");
+    if (w.fp8_gemms) {
+      diags.error(fp4_at, "fp4_gemms and fp8_gemms both quantize the layers' GEMMs; set one");
+    }
+    if (!s.platform.gpu.peak_flops.count(Precision::fp4)) {
+      diags.error(fp4_at, fmt::format("platform '{}' gives no peak_flops for precision 'fp4' "
+                                      "(NVFP4 runs on Blackwell's tensor cores)",
+                                      s.platform.name));
+    }
+  }
   if (w.fp8_scaling) {
     const SourceLoc scaling_at = loc_of(root, "workload.fp8_scaling");
-    if (!w.fp8_gemms) {
+    if (w.fp4_gemms) {
+      diags.error(scaling_at,
+                  "fp8_scaling scales FP8 GEMMs; NVFP4's scales are its recipe's "
+                  "(per-block E4M3 scales from the tensor's amax)");
+    } else if (!w.fp8_gemms) {
       diags.error(scaling_at, "fp8_scaling scales FP8 GEMMs; it needs 'workload.fp8_gemms: true'");
     } else if (*w.fp8_scaling == Fp8Scaling::rowwise &&
                !framework_preset(s.parallelism.framework).has_rowwise_fp8) {

@@ -33,9 +33,9 @@ double gemm_efficiency(const ComputeModelSpec& model, Precision precision, doubl
 }
 
 Precision kernel_precision(const KernelWork& work, const WorkloadSpec& workload) {
-  const bool fp8 =
-      workload.fp8_gemms && work.fp8_eligible && work.kernel_class == KernelClass::gemm;
-  return fp8 ? Precision::fp8 : workload.precision;
+  if (!work.fp8_eligible || work.kernel_class != KernelClass::gemm) return workload.precision;
+  if (workload.fp4_gemms) return Precision::fp4;
+  return workload.fp8_gemms ? Precision::fp8 : workload.precision;
 }
 
 double kernel_seconds(const KernelWork& work, const GpuSpec& gpu, Precision precision) {

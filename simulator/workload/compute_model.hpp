@@ -16,8 +16,9 @@ struct KernelWork {
   double bytes = 0;  ///< HBM traffic
   double m = 0, n = 0, k = 0;
   double batch = 1;
-  /// A linear layer's GEMM inside a transformer layer: runs in FP8 when the workload quantizes
-  /// them (`workload.fp8_gemms`). The output head and attention's own products do not.
+  /// A linear layer's GEMM inside a transformer layer: runs in FP8 or FP4 when the workload
+  /// quantizes them (`workload.fp8_gemms`, `fp4_gemms`). The output head and attention's own
+  /// products do not.
   bool fp8_eligible = false;
 };
 
@@ -34,8 +35,8 @@ KernelWork memory_bound(std::string name, double bytes,
 double gemm_efficiency(const ComputeModelSpec& model, Precision precision, double m, double n,
                        double k);
 
-/// The precision `work` runs in: FP8 for an eligible GEMM of a workload with fp8_gemms, else the
-/// workload's precision.
+/// The precision `work` runs in: FP8 (FP4) for an eligible GEMM of a workload with fp8_gemms
+/// (fp4_gemms), else the workload's precision.
 Precision kernel_precision(const KernelWork& work, const WorkloadSpec& workload);
 
 /// Nominal duration on `gpu`, as the device runs it: the larger of compute time (flops at the

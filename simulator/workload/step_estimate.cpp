@@ -32,7 +32,7 @@ StepEstimate::StepEstimate(const Scenario& s, const Topology& topology)
                                                     s.engine.collective_algorithm);
   };
   const double element_bytes = bytes_per_element(s.workload.precision);
-  const int gradient_bytes = bytes_per_element(p.gradient_reduce_precision);
+  const double gradient_bytes = bytes_per_element(p.gradient_reduce_precision);
   const int stages = static_cast<int>(layers.size());
   std::vector<double> stage_parameters(static_cast<size_t>(p.pp), 0.0);
   for (int vs = 0; vs < stages; ++vs) {
@@ -105,8 +105,7 @@ StepEstimate::StepEstimate(const Scenario& s, const Topology& topology)
     optimizer_parameters = std::max(optimizer_parameters, sharded);
     rank_parameters = std::max(rank_parameters, parameters);
   }
-  optimizer_ =
-      optimizer_step(optimizer_parameters, gradient_bytes, static_cast<int>(element_bytes));
+  optimizer_ = optimizer_step(optimizer_parameters, gradient_bytes, element_bytes);
   zero_gradients_ = zero_gradients(rank_parameters, gradient_bytes);
 }
 

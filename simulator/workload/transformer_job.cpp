@@ -80,10 +80,14 @@ LayerContext layer_context(const Scenario& s) {
   c.microbatch = s.workload.microbatch;
   c.recompute = s.parallelism.recompute;
   c.recompute_layers = s.parallelism.recompute_layers;
-  c.activation_bytes = bytes_per_element(s.workload.precision);
-  c.fp8 = s.workload.fp8_gemms;
+  c.activation_bytes = static_cast<int>(bytes_per_element(s.workload.precision));
+  c.fp8 = s.workload.fp8_gemms || s.workload.fp4_gemms;
   const FrameworkPreset& framework = framework_preset(s.parallelism.framework);
   c.fp8_scaling = s.workload.fp8_scaling.value_or(framework.fp8_scaling);
+  if (s.workload.fp4_gemms) {
+    c.fp8_scaling = Fp8Scaling::tensorwise;  // an amax pass before each cast, as current scaling
+    c.quantized_bytes = bytes_per_element(Precision::fp4);
+  }
   c.pipeline_transfer = s.parallelism.pipeline_transfer;
   c.eager_head = framework.eager_elementwise;
   c.eager_layers = c.eager_head && !s.parallelism.torch_compile;
@@ -238,8 +242,9 @@ class TransformerJobBuilder {
         context_(layer_context(s)),
         layers_(split_layers(s.parallelism, s.workload.model.layers)),
         microbatches_(microbatches_per_replica(s)),
-        element_bytes_(bytes_per_element(s.workload.precision)),
-        gradient_bytes_(bytes_per_element(s.parallelism.gradient_reduce_precision)) {}
+        element_bytes_(static_cast<int>(bytes_per_element(s.workload.precision))),
+        gradient_bytes_(
+            static_cast<int>(bytes_per_element(s.parallelism.gradient_reduce_precision))) {}
 
   Job build();
   RunShape shape();

@@ -45,10 +45,11 @@ struct Shape {
   double activation_bytes() const { return tokens * hidden * e; }
 };
 
-/// Bytes of a sequence-parallel all-gather: the activations, or their FP8 copy (one byte an
-/// element) when they feed an FP8 linear layer: Transformer Engine casts before it gathers.
-double gather_bytes(const Shape& s, bool fp8) {
-  return fp8 ? s.tokens * s.hidden : s.activation_bytes();
+/// Bytes of a sequence-parallel all-gather: the activations, or their quantized copy
+/// (`quantized_bytes` an element) when they feed an FP8 or NVFP4 linear layer: Transformer Engine
+/// casts before it gathers.
+double gather_bytes(const LayerContext& c, const Shape& s, bool quantized) {
+  return quantized ? s.tokens * s.hidden * c.quantized_bytes : s.activation_bytes();
 }
 
 /// Tensor-parallel entry of a region (f in Megatron's notation): identity forward, all-reduce
@@ -58,7 +59,7 @@ void region_entry(std::vector<PassItem>& items, const LayerContext& c, const Sha
                   bool fp8 = false) {
   if (c.tp == 1) return;
   if (c.sequence_parallel) {
-    items.push_back(forward ? collective(CollectiveOp::all_gather, gather_bytes(s, fp8),
+    items.push_back(forward ? collective(CollectiveOp::all_gather, gather_bytes(c, s, fp8),
                                          LayerGroup::tp, "tp_all_gather")
                             : collective(CollectiveOp::reduce_scatter, s.activation_bytes(),
                                          LayerGroup::tp, "tp_reduce_scatter"));
@@ -84,7 +85,7 @@ void region_exit(std::vector<PassItem>& items, const LayerContext& c, const Shap
   if (c.sequence_parallel) {
     items.push_back(forward ? collective(CollectiveOp::reduce_scatter, s.activation_bytes(),
                                          LayerGroup::tp, "tp_reduce_scatter")
-                            : collective(CollectiveOp::all_gather, gather_bytes(s, fp8),
+                            : collective(CollectiveOp::all_gather, gather_bytes(c, s, fp8),
                                          LayerGroup::tp, "tp_all_gather"));
   } else if (forward) {
     items.push_back(collective(CollectiveOp::all_reduce, s.activation_bytes(), LayerGroup::tp,
@@ -356,11 +357,11 @@ KernelWork axiswise_cast(std::string name, double elements, double e, bool conti
   return memory_bound(std::move(name), elements * ((contiguous_axis ? 1 : 2) * e + 1));
 }
 
-/// A cast to FP8 of `elements`: e bytes read, one 1-byte copy written, two with `transposed`;
-/// with `amax`, e bytes more for the amax reduction over the tensor that gives its scale
-/// (charged to the cast: torch.compile may fuse it into the producer).
-KernelWork cast(std::string name, double elements, double e, bool transposed, bool amax) {
-  return memory_bound(std::move(name), elements * (e + (transposed ? 2 : 1) + (amax ? e : 0)));
+/// A cast of `elements` to FP8 (NVFP4): e bytes read, one copy of `q` bytes an element written,
+/// two with `transposed`; with `amax`, e bytes more for the amax reduction over the tensor that
+/// gives its scale (charged to the cast: torch.compile may fuse it into the producer).
+KernelWork cast(std::string name, double elements, double e, double q, bool transposed, bool amax) {
+  return memory_bound(std::move(name), elements * (e + (transposed ? 2 : 1) * q + (amax ? e : 0)));
 }
 
 /// torchao's rescale of a rowwise backward GEMM's output. Its dgrad and wgrad run without fast
@@ -371,12 +372,12 @@ KernelWork rescale(std::string name, double elements, double e) {
   return memory_bound(std::move(name), elements * 2 * e);
 }
 
-/// The transposed FP8 copy of an operand: one byte read and one written an element.
-KernelWork transpose(std::string name, double elements) {
-  return memory_bound(std::move(name), 2 * elements);
+/// The transposed copy of a quantized operand: `q` bytes read and `q` written an element.
+KernelWork transpose(std::string name, double elements, double q) {
+  return memory_bound(std::move(name), 2 * q * elements);
 }
 
-/// A transformer layer's GEMM: FP8 with `workload.fp8_gemms`.
+/// A transformer layer's GEMM: FP8 with `workload.fp8_gemms`, FP4 with `fp4_gemms`.
 KernelWork linear_gemm(std::string name, double m, double n, double k, double e) {
   KernelWork work = gemm(std::move(name), m, n, k, e);
   work.fp8_eligible = true;
@@ -393,7 +394,8 @@ void linear_forward(std::vector<PassItem>& items, const LayerContext& c, const c
     items.push_back(kernel(axiswise_cast(prefix + "_quantize", tokens * in, e, true)));
     items.push_back(kernel(axiswise_cast(prefix + "_weight_quantize", out * in, e, true)));
   } else if (c.fp8 && split == Split::row) {
-    items.push_back(kernel(cast(prefix + "_quantize", tokens * in, e, !gathered(c), c.fp8_amax())));
+    items.push_back(kernel(
+        cast(prefix + "_quantize", tokens * in, e, c.quantized_bytes, !gathered(c), c.fp8_amax())));
   }
   items.push_back(kernel(linear_gemm(name, tokens, out, in, e)));
 }
@@ -427,10 +429,11 @@ void linear_backward(std::vector<PassItem>& items, const LayerContext& c, const 
         items.back().op == CollectiveOp::all_gather) {
       --at;
     }
-    items.insert(
-        at, kernel(cast(prefix + "_grad_quantize", tokens * out / c.tp, e, false, c.fp8_amax())));
+    items.insert(at, kernel(cast(prefix + "_grad_quantize", tokens * out / c.tp, e,
+                                 c.quantized_bytes, false, c.fp8_amax())));
   } else if (fp8) {
-    items.push_back(kernel(cast(prefix + "_grad_quantize", tokens * out, e, true, c.fp8_amax())));
+    items.push_back(kernel(
+        cast(prefix + "_grad_quantize", tokens * out, e, c.quantized_bytes, true, c.fp8_amax())));
   }
   KernelWork dgrad = gemm(prefix + "_dgrad", tokens, in, out, e);
   KernelWork wgrad = gemm(prefix + "_wgrad", in, out, tokens, e);
@@ -438,10 +441,10 @@ void linear_backward(std::vector<PassItem>& items, const LayerContext& c, const 
   items.push_back(kernel(std::move(dgrad)));
   if (fp8 && (split == Split::column || gathered(c))) {
     // The norm's FP8 output (column) or the cast without its copy (row, sequence-parallel).
-    items.push_back(kernel(transpose(prefix + "_input_transpose", tokens * in)));
+    items.push_back(kernel(transpose(prefix + "_input_transpose", tokens * in, c.quantized_bytes)));
   }
   if (fp8 && gathered_grad) {
-    items.push_back(kernel(transpose(prefix + "_grad_transpose", tokens * out)));
+    items.push_back(kernel(transpose(prefix + "_grad_transpose", tokens * out, c.quantized_bytes)));
   }
   items.push_back(kernel(std::move(wgrad)));
 }
@@ -452,8 +455,8 @@ void linear_backward(std::vector<PassItem>& items, const LayerContext& c, const 
 void column_input_cast(std::vector<PassItem>& items, const LayerContext& c, const Shape& s,
                        const char* linear) {
   if (!c.fp8_amax()) return;
-  items.push_back(kernel(
-      cast(std::string(linear) + "_quantize", s.elementwise_tokens * s.hidden, s.e, false, true)));
+  items.push_back(kernel(cast(std::string(linear) + "_quantize", s.elementwise_tokens * s.hidden,
+                              s.e, c.quantized_bytes, false, true)));
 }
 
 /// One linear layer of the model's code, by its output width on this rank.
@@ -721,14 +724,13 @@ std::vector<PassItem> head_backward(const LayerContext& c) {
   return items;
 }
 
-KernelWork optimizer_step(double parameters, int gradient_bytes, int model_bytes) {
+KernelWork optimizer_step(double parameters, double gradient_bytes, double model_bytes) {
   const double bytes = 4 + gradient_bytes + 8 + 12 + gradient_bytes + 4 + model_bytes;
   return memory_bound("adam_step", bytes * parameters, KernelClass::optimizer);
 }
 
-KernelWork zero_gradients(double parameters, int gradient_bytes) {
-  return memory_bound("zero_gradients", static_cast<double>(gradient_bytes) * parameters,
-                      KernelClass::optimizer);
+KernelWork zero_gradients(double parameters, double gradient_bytes) {
+  return memory_bound("zero_gradients", gradient_bytes * parameters, KernelClass::optimizer);
 }
 
 double layer_parameters(const TransformerSpec& m) {

@@ -41,9 +41,12 @@ struct LayerContext {
   Recompute recompute = Recompute::none;
   int recompute_layers = 0;  ///< full recompute of the first N layers of each chunk; 0: all
   int activation_bytes = 2;  ///< per element of activations and weights (the workload precision)
-  /// Whether the layers' linear GEMMs run in FP8 (`workload.fp8_gemms`), each input and output
-  /// gradient quantized by a kernel of its own.
+  /// Whether the layers' linear GEMMs run quantized, each input and output gradient cast by a
+  /// kernel of its own: in FP8 (`workload.fp8_gemms`) or NVFP4 (`workload.fp4_gemms`, whose
+  /// casts, gathers and copies are FP8 current scaling's at `quantized_bytes` an element).
   bool fp8 = false;
+  /// Bytes an element of a quantized copy: 1 (FP8), 0.5625 (NVFP4: a 16-value block's E4M3 scale).
+  double quantized_bytes = 1;
   /// How the FP8 casts are scaled (`workload.fp8_scaling`, else the framework's).
   Fp8Scaling fp8_scaling = Fp8Scaling::delayed;
   /// torchao's rowwise scaling: each GEMM casts its operands from their bf16 copies along its
@@ -121,9 +124,9 @@ std::vector<PassItem> head_backward(const LayerContext& c);
 /// gradient (`gradient_bytes` per element) and the two fp32 moments, write the weight and the
 /// moments back (16 + 12 bytes; with 4-byte gradients), read the gradient once more for its norm,
 /// copy the master weight into the model's (`model_bytes` per element).
-KernelWork optimizer_step(double parameters, int gradient_bytes, int model_bytes);
+KernelWork optimizer_step(double parameters, double gradient_bytes, double model_bytes);
 /// Zeroing the gradient buffer of `parameters` before the next step.
-KernelWork zero_gradients(double parameters, int gradient_bytes);
+KernelWork zero_gradients(double parameters, double gradient_bytes);
 
 /// Parameters of one layer (whole, before tensor parallelism): attention and MLP weights and the
 /// two norms; biases are left out (under 0.1%).

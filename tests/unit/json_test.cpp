@@ -20,7 +20,7 @@ TEST_CASE("json: a block object indents each member two spaces per level") {
       "  \"g\": []\n}");
 }
 
-TEST_CASE("json: compact and rows layouts leave out spaces; rows put members on lines") {
+TEST_CASE("json: compact and rows layouts leave out spaces, rows put members on lines") {
   JsonWriter j;
   j.begin_object(Layout::compact).member("u", "ms").key("e").begin_array(Layout::rows);
   j.begin_object(Layout::compact).member("x", 1).key("ts").fixed(1.23456, 3).end();
@@ -37,7 +37,7 @@ TEST_CASE("json: wrap starts the next member one column right of the opening bra
   CHECK(j.text() == "{\n  \"points\": [\n    {\"a\": 1,\n     \"b\": 2, \"c\": 3}\n  ]\n}");
 }
 
-TEST_CASE("json: numbers read back exactly; what JSON cannot hold is null") {
+TEST_CASE("json: numbers read back exactly, what JSON cannot hold is null") {
   JsonWriter j;
   j.begin_array(Layout::line)
       .value(0.1)

@@ -331,7 +331,7 @@ TEST_CASE("a timeline without variation yields no levels and no jitter") {
   CHECK_FALSE(c.collectives[0].jitter.has_value());
 }
 
-TEST_CASE("timeline CSV: layout detected by its header; bad input located") {
+TEST_CASE("timeline CSV: layout detected by its header, bad input located") {
   const std::string good =
       temp_file("good.csv",
                 "dp_rank,stage,rank,step,optype,start_ts,duration,seq_id,mc,mb_id,gmc\n"

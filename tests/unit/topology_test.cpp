@@ -100,7 +100,7 @@ TEST_CASE("locations count nodes across datacenters") {
   CHECK(where.local == 1);
 }
 
-TEST_CASE("a leaf of a fat-tree takes whole nodes; its spare down ports stay unused") {
+TEST_CASE("a leaf of a fat-tree takes whole nodes, its spare down ports stay unused") {
   PlatformSpec p = three_tier(12, 2);
   p.fabric.radix = 12;                     // 6 down ports at the leaf (1:1)
   CHECK(p.fabric.leaf_nics(4) == 4);       // one node of 4 NICs, two ports spare

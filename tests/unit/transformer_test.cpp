@@ -186,7 +186,7 @@ size_t index_of(const std::vector<PassItem>& items, const std::string& name) {
   return items.size();
 }
 
-TEST_CASE("FP8 layers cast their operands as Transformer Engine does; the head stays bf16") {
+TEST_CASE("FP8 layers cast their operands as Transformer Engine does, the head stays bf16") {
   WorkloadSpec workload;
   workload.precision = Precision::bf16;
   workload.fp8_gemms = true;
@@ -307,7 +307,7 @@ TEST_CASE("FP8 layers cast their operands as Transformer Engine does; the head s
   }
 }
 
-TEST_CASE("tensorwise FP8 reads each cast tensor once more for its amax; norms write bf16") {
+TEST_CASE("tensorwise FP8 reads each cast tensor once more for its amax, norms write bf16") {
   const double tokens = 64, h = 64, qkv = 192, ffn = 256;
   SUBCASE("without tensor parallelism") {
     LayerContext c = small_context(1);
@@ -360,6 +360,58 @@ TEST_CASE("tensorwise FP8 reads each cast tensor once more for its amax; norms w
     s.workload.fp8_gemms = false;
     s.workload.fp8_scaling = Fp8Scaling::rowwise;
     CHECK(scaling() == std::make_pair(false, false));
+  }
+}
+
+TEST_CASE("NVFP4 layers: FP4 GEMMs, current scaling's casts at half a byte and a scale per 16") {
+  const double tokens = 64, h = 64, qkv = 192, ffn = 256, q = 0.5 + 1.0 / 16;
+  CHECK(bytes_per_element(Precision::fp4) == q);
+  Scenario s;
+  s.workload.model = small_model();
+  s.workload.fp4_gemms = true;
+  s.parallelism.framework = Framework::megatron_lm;  // delayed FP8 by default: NVFP4 ignores it
+  const LayerContext mapped = layer_context(s);
+  CHECK(mapped.fp8);
+  CHECK(mapped.fp8_amax());
+  CHECK(mapped.quantized_bytes == q);
+  LayerContext c = small_context(1);
+  c.fp8 = mapped.fp8;
+  c.fp8_scaling = mapped.fp8_scaling;
+  c.quantized_bytes = mapped.quantized_bytes;
+  const auto forward = layer_forward(c);
+  const auto backward = layer_backward(c);
+  int gemms = 0;
+  for (const auto& items : {forward, backward}) {
+    for (const auto& item : items) {
+      if (item.kind == PassItem::Kind::kernel && item.work.kernel_class == KernelClass::gemm) {
+        CHECK(kernel_precision(item.work, s.workload) == Precision::fp4);
+        ++gemms;
+      }
+    }
+  }
+  CHECK(gemms == 4 + 8);
+  for (const auto& item : head_forward(c)) {
+    if (item.work.kernel_class == KernelClass::gemm) {
+      CHECK(kernel_precision(item.work, s.workload) == Precision::bf16);
+    }
+  }
+  // Column inputs: amax (e), then the cast (e + q); row inputs and gradients with both layouts
+  // (e + 2q + e); the backward's copies read and write q.
+  CHECK(bytes_named(forward, "attention_norm") == rel(tokens * h * (2 + 2)));
+  CHECK(bytes_named(forward, "qkv_projection_quantize") == rel(tokens * h * (4 + q)));
+  CHECK(bytes_named(forward, "mlp_down_quantize") == rel(tokens * ffn * (4 + 2 * q)));
+  CHECK(bytes_named(backward, "_grad_quantize") == rel(tokens * (qkv + h + ffn + h) * (4 + 2 * q)));
+  CHECK(bytes_named(backward, "_input_transpose") == rel(tokens * (h + h) * 2 * q));
+  SUBCASE("sequence parallelism gathers the NVFP4 copy") {
+    c = small_context(2, true);
+    c.fp8 = mapped.fp8;
+    c.fp8_scaling = mapped.fp8_scaling;
+    c.quantized_bytes = mapped.quantized_bytes;
+    const auto items = layer_forward(c);
+    const size_t cast = index_of(items, "qkv_projection_quantize");
+    REQUIRE(cast + 1 < items.size());
+    CHECK(items[cast + 1].kind == PassItem::Kind::collective);
+    CHECK(items[cast + 1].bytes == rel(tokens * h * q));
   }
 }
 
@@ -620,7 +672,7 @@ TEST_CASE("per-op checkpointing reruns every second linear the backward reads, n
   }
 }
 
-TEST_CASE("torchtitan runs element-wise ops as eager kernels; torch.compile fuses the blocks'") {
+TEST_CASE("torchtitan runs element-wise ops as eager kernels, torch.compile fuses the blocks'") {
   // The small model with SwiGLU and grouped-query attention (4 heads, 2 key/value heads).
   LayerContext fused = small_context(1);
   fused.model.mlp = MlpKind::swiglu;
@@ -1676,9 +1728,13 @@ TEST_CASE("tiny-gpt on 16 GPUs: groups along each dimension and matched transfer
   CHECK(first.streams.size() == 1);
 }
 
-TEST_CASE("the host launches a segment's kernels one after the other; the GPU waits for it") {
-  // 20 us per launch: tiny-gpt's elementwise kernels are shorter, its GEMMs longer.
-  const Job job = tiny_job({"host.kernel_launch=20us", "host.collective_launch=20us"});
+TEST_CASE("the host launches a segment's kernels one after the other, the GPU waits for it") {
+  // 20 us per launch: tiny-gpt's elementwise kernels are shorter, its GEMMs longer. Analytic
+  // layer collectives keep a unit in one segment, which the host starts with the device; with
+  // collectives in the network it starts later ones ahead (sim: "the host issues kernels ahead
+  // across collectives in the network").
+  const Job job = tiny_job({"host.kernel_launch=20us", "host.collective_launch=20us",
+                            "engine.layer_collectives=analytic"});
   bool waited = false;
   for (const Segment& segment : job.segments) {
     CAPTURE(segment.name);
