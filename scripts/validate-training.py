@@ -591,9 +591,19 @@ class FitParameter:
     scope: tuple[str, ...] = ()  # case attributes that key a separate value; () = one value
     interpolation: str = "lagrange"  # lagrange (one polynomial through all points) | spline
     # (Catmull-Rom, local cubic) | linear
+    # The cases it applies to: those where every (attribute, values) pair of applies_to holds,
+    # less those where every pair of excludes does; attribute `approximated` matches any of a
+    # case's codes. Elsewhere the path keeps the case's value and the case's grid has no points
+    # along it.
+    applies_to: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    excludes: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    # The fitted value multiplies the value the case itself sets for the path (a GPU's peak).
+    factor: bool = False
 
     def __post_init__(self):
         self._nodes: list[float] | None = None
+        if self.factor and self.unit:
+            raise ValueError(f"{self.path}: a factor has no unit, got '{self.unit}'")
         if not self.lo < self.hi:
             raise ValueError(f"{self.path}: min {self.lo} must be below max {self.hi}")
         if self.scale not in ("log", "linear"):
@@ -629,8 +639,35 @@ class FitParameter:
     def text(self, value: float) -> str:
         return f"{value:.6g}{self.unit}"
 
-    def set(self, value: float) -> str:
-        return f"{self.path}={self.text(value)}"
+    def set(self, value: float, case: Case | None = None) -> str:
+        if not self.factor:
+            return f"{self.path}={self.text(value)}"
+        base, unit = self.case_value(case)
+        return f"{self.path}={base * value:.6g}{unit}"
+
+    def case_value(self, case: Case) -> tuple[float, str]:
+        """The value `case` sets for the path (the last setting wins); a factor scales it."""
+        own = [s.partition("=")[2] for s in case.sets if set_path(s) == self.path]
+        if not own:
+            raise InputError(f"error: factor {self.path} applies to case {case.id}, which does "
+                             f"not set {self.path}")
+        try:
+            return parse_value(own[-1])
+        except ValueError as e:
+            raise InputError(f"error: case {case.id}: {self.path}: {e}") from None
+
+    def applies(self, case: Case) -> bool:
+        def holds(attr: str, values: tuple[str, ...]) -> bool:
+            if attr == "approximated":
+                return any(code in values for code in case.approximated)
+            if attr not in case.attrs:
+                raise InputError(f"error: {self.path}: '{attr}' is not an attribute of case "
+                                 f"{case.id} (known: approximated, "
+                                 f"{', '.join(sorted(case.attrs))})")
+            return case.attrs[attr] in values
+
+        return (all(holds(a, v) for a, v in self.applies_to)
+                and not (self.excludes and all(holds(a, v) for a, v in self.excludes)))
 
     def weights(self, u: float) -> list[float]:
         """Interpolation weights of the grid points at u (clamped to the range)."""
@@ -707,7 +744,8 @@ def parse_param(spec: str) -> FitParameter:
 
 
 def param_from_dict(d: dict) -> FitParameter:
-    known = {"path", "min", "max", "scale", "points", "scope", "interpolation", "comment"}
+    known = {"path", "min", "max", "scale", "points", "scope", "interpolation", "applies_to",
+             "excludes", "factor", "comment"}
     unknown = sorted(set(d) - known)
     if unknown:
         raise ValueError(f"parameter {d.get('path', '?')}: unknown key(s) {unknown} "
@@ -722,9 +760,25 @@ def param_from_dict(d: dict) -> FitParameter:
         points = int(d.get("points", 3))
     except ValueError:
         raise ValueError(f"{d['path']}: points '{d['points']}' is not a whole number") from None
+    factor = d.get("factor", False)
+    if not isinstance(factor, bool):
+        raise ValueError(f"{d['path']}: factor must be true or false, got '{factor}'")
     return FitParameter(path=d["path"], lo=lo, hi=hi, unit=unit_lo, scale=d.get("scale", "log"),
                         points=points, scope=scope,
-                        interpolation=d.get("interpolation", "lagrange"))
+                        interpolation=d.get("interpolation", "lagrange"),
+                        applies_to=case_filter(d, "applies_to"),
+                        excludes=case_filter(d, "excludes"), factor=factor)
+
+
+def case_filter(d: dict, key: str) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """{"attribute": ["value", ...]} of a parameter, as sorted pairs."""
+    spec = d.get(key, {})
+    if not isinstance(spec, dict) or not all(
+            isinstance(v, list) and v and all(isinstance(x, str) for x in v)
+            for v in spec.values()):
+        raise ValueError(f"{d['path']}: {key} must map case attributes to lists of values, "
+                         f"e.g. {{\"approximated\": [\"nvfp4\"]}}")
+    return tuple(sorted((a, tuple(v)) for a, v in spec.items()))
 
 
 def parse_grid_every(items: Sequence[str], where: str) -> dict[str, int]:
@@ -762,6 +816,20 @@ def load_fit_config(path: Path) -> tuple[list[FitParameter], dict[str, int]]:
         raise InputError(f"{path}: error: {e}") from None
 
 
+def check_params(params: Sequence[FitParameter], cases: Sequence[Case],
+                 codes: set[str]) -> None:
+    """Case filters name known codes and attributes; a factor's cases set its path."""
+    for p in params:
+        for attr, values in p.applies_to + p.excludes:
+            unknown = sorted(set(values) - codes) if attr == "approximated" else []
+            if unknown:
+                raise InputError(f"error: {p.path}: unknown approximation code(s) {unknown} "
+                                 "(calibration/cases/approximations.csv)")
+        for c in cases:
+            if p.applies(c) and p.factor:
+                p.case_value(c)
+
+
 Variable = tuple[int, tuple[str, ...]]  # (parameter index, scope key)
 
 
@@ -778,8 +846,20 @@ def grid_points(params: Sequence[FitParameter]) -> list[tuple[int, ...]]:
     return list(itertools.product(*[range(p.points) for p in params]))
 
 
-def grid_overrides(params: Sequence[FitParameter], point: tuple[int, ...]) -> tuple[str, ...]:
-    return tuple(p.set(p.value(p.nodes()[j])) for p, j in zip(params, point))
+def grid_overrides(params: Sequence[FitParameter], point: tuple[int, ...],
+                   case: Case | None = None) -> tuple[str, ...]:
+    return tuple(p.set(p.value(p.nodes()[j]), case) for p, j in zip(params, point))
+
+
+def active(params: Sequence[FitParameter], case: Case) -> list[int]:
+    """Indices of the parameters that apply to `case`."""
+    return [i for i, p in enumerate(params) if p.applies(case)]
+
+
+def case_grid(params: Sequence[FitParameter], case: Case) -> list[tuple[str, ...]]:
+    """The overrides of each grid point of `case`: its applicable parameters, row-major."""
+    own = [params[i] for i in active(params, case)]
+    return [grid_overrides(own, point, case) for point in grid_points(own)]
 
 
 def tensor_weights(per_param: Sequence[Sequence[float]]) -> list[float]:
@@ -797,12 +877,11 @@ class Surrogate:
         self.params = list(params)
         self.cases = {c.id: c for c in cases if c.id in grid_log_times}
         self.y = grid_log_times
-        self.vars = {cid: tuple(variable_of(self.params, i, c) for i in range(len(self.params)))
+        self.vars = {cid: tuple(variable_of(self.params, i, c) for i in active(self.params, c))
                      for cid, c in self.cases.items()}
 
     def predict_log(self, case_id: str, u: dict[Variable, float]) -> float:
-        w = tensor_weights([self.params[i].weights(u[v])
-                            for i, v in enumerate(self.vars[case_id])])
+        w = tensor_weights([self.params[v[0]].weights(u[v]) for v in self.vars[case_id]])
         return sum(a * b for a, b in zip(w, self.y[case_id]))
 
 
@@ -997,14 +1076,15 @@ def values_for(params: Sequence[FitParameter], case: Case, u: dict[Variable, flo
     parameter's fitted values; a parameter with none keeps the file's value. Returns the
     overrides and the names of the fallbacks used."""
     sets, fallbacks = [], []
-    for i, p in enumerate(params):
+    for i in active(params, case):
+        p = params[i]
         v = variable_of(params, i, case)
         if v in u:
-            sets.append(p.set(p.value(u[v])))
+            sets.append(p.set(p.value(u[v]), case))
             continue
         others = [x for (k, _), x in u.items() if k == i]
         if others:
-            sets.append(p.set(p.value(sum(others) / len(others))))
+            sets.append(p.set(p.value(sum(others) / len(others)), case))
             fallbacks.append(f"{p.path}[{'/'.join(v[1])}] = mean of the others")
         else:
             fallbacks.append(f"{p.path}[{'/'.join(v[1])}] = file value")
@@ -1050,15 +1130,17 @@ def run_fit(params: Sequence[FitParameter], cases: Sequence[Case], simulate: Sim
     fit's objective); every case is still simulated at the in-sample and fold values."""
     params = list(params)
     fit_cases = grid_sample(cases, grid_every or {})
-    points = grid_points(params)
-    log(f"grid: {len(fit_cases)} cases x {len(points)} points")
-    requests = [(c, grid_overrides(params, pt)) for c in fit_cases for pt in points]
+    grids = [case_grid(params, c) for c in fit_cases]
+    log(f"grid: {len(fit_cases)} cases, {sum(map(len, grids))} points")
+    requests = [(c, overrides) for c, grid_c in zip(fit_cases, grids) for overrides in grid_c]
     results = simulate(requests)
     simulations = len(requests)
     grid: dict[str, list[float]] = {}
     failures: dict[str, str] = {}
-    for k, c in enumerate(fit_cases):
-        rs = results[k * len(points):(k + 1) * len(points)]
+    start = 0
+    for c, grid_c in zip(fit_cases, grids):
+        rs = results[start:start + len(grid_c)]
+        start += len(grid_c)
         bad = [r for r in rs if r.step_time_s is None or r.step_time_s <= 0]
         if bad:
             failures[c.id] = f"grid point failed: {bad[0].error}"
@@ -1223,14 +1305,28 @@ def print_spearman(rows: list[dict], fitted: bool) -> None:
             print(line)
 
 
+def describe(p: FitParameter) -> str:
+    """`path per scope`, with its factor and case filters."""
+    def filters(pairs: Sequence[tuple[str, tuple[str, ...]]]) -> str:
+        return ", ".join(f"{a} {'|'.join(v)}" for a, v in pairs)
+
+    text = f"{p.path}{' (a factor on the case value)' if p.factor else ''} per " \
+           f"{'+'.join(p.scope) or 'all cases'}"
+    if p.applies_to:
+        text += f", only {filters(p.applies_to)}"
+    if p.excludes:
+        text += f", except {filters(p.excludes)}"
+    return text
+
+
 def print_fit(report: FitReport, cases: Sequence[Case]) -> None:
     params = report.params
-    print("fitted parameters (scope: " + "; ".join(
-        f"{p.path} per {'+'.join(p.scope) or 'all cases'}" for p in params) + ")")
+    print("fitted parameters (scope: " + "; ".join(describe(p) for p in params) + ")")
     variables = sorted({v for r in [report.in_sample] + list(report.folds.values()) for v in r.u})
 
     def name(v: Variable) -> str:
-        return f"{params[v[0]].path.rsplit('.', 1)[-1]}[{'/'.join(v[1]) or 'all'}]"
+        p = params[v[0]]
+        return f"{p.path.rsplit('.', 1)[-1]}{' x' if p.factor else ''}[{'/'.join(v[1]) or 'all'}]"
 
     print(f"{'fold (held-out group)':40} " + " ".join(f"{name(v):>24}" for v in variables))
     for label, result in [("in-sample (all groups)", report.in_sample)] + \
@@ -1358,6 +1454,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         elif args.fit:
             params, grid_every = load_fit_config(Path(args.fit))
         grid_every.update(parse_grid_every(args.grid_every, "--grid-every"))
+        check_params(params, cases, {row["code"] for _, row in
+                                     read_csv(CASES_DIR / "approximations.csv")})
         if args.list:
             sim_cmd = ["prismsim"]
             for c in cases:

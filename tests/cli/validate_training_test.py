@@ -312,6 +312,109 @@ check("thinned grid: every case scored in sample and held out",
 worst = max(abs(report.logo_sim[c.id] / c.measured_s - 1) for c in cases)
 check("thinned grid: LOGO errors of unsampled cases", worst <= 1e-3, f"{worst:.3g}")
 
+# --- parameters that apply to some cases ---------------------------------------------------
+# Cases coded 'q' run part of their work at a peak they set themselves (10 units) that reaches
+# only 0.8 of it: a factor fitted on them alone, one value for both GPUs; the host's time does
+# not apply to the coded cases of g2 (excludes), which keep their file's 30 us.
+PEAK = "peak"
+cases = make_cases(None)
+for c in cases:
+    if c.id.endswith((":1", ":4")):
+        c.approximated = ("q",)
+        c.sets = c.sets + (f"{PEAK}=10Pflops",)
+host_free = lambda c: c.group == "g2" and "q" in c.approximated  # noqa: E731
+peak_param = vt.param_from_dict({"path": PEAK, "factor": True, "min": "0.5", "max": "1",
+                                 "scale": "log", "points": 3,
+                                 "applies_to": {"approximated": ["q"]}})
+ko_some = vt.param_from_dict({"path": KO, "min": "1us", "max": "1000us", "scale": "log",
+                              "points": 7, "scope": ["framework"], "interpolation": "spline",
+                              "excludes": {"group": ["g2"], "approximated": ["q"]}})
+check("applies_to: only coded cases", [peak_param.applies(c) for c in cases[:3]]
+      == [False, True, False])
+check("excludes: the cases where both its pairs hold",
+      [c.id for c in cases if not ko_some.applies(c)] == ["g2:1", "g2:4"],
+      f"{[c.id for c in cases if not ko_some.applies(c)]}")
+
+
+def factor_form(values):
+    eff, _ = vt.parse_value(values[EFF])
+    ko, unit = vt.parse_value(values.get(KO, "30us"))
+    ko *= {"us": 1e-6, "ms": 1e-3, "": 1.0}[unit]
+    peak = vt.parse_value(values[PEAK])[0] / 10 if PEAK in values else 1.0
+    f, n = float(values["work"]), float(values["kernels"])
+    return f / eff * (0.5 + 0.5 / peak) + n * ko
+
+
+def factor_simulator(calls):
+    def simulate(requests):
+        calls.extend(1 for _ in requests)
+        return [vt.Result(factor_form(dict(s.split("=", 1) for s in case.sets + tuple(extra))))
+                for case, extra in requests]
+    return simulate
+
+
+def factor_truth(case):
+    sets = [truth_sets(case)[0]]
+    if not host_free(case):
+        sets.append(truth_sets(case)[1])
+    if "q" in case.approximated:
+        sets.append(f"{PEAK}=8Pflops")
+    return tuple(sets)
+
+
+calls = []
+simulate = factor_simulator(calls)
+for c, r in zip(cases, simulate([(c, factor_truth(c)) for c in cases])):
+    c.measured_s = r.step_time_s
+calls.clear()
+params = [eff_param, ko_some, peak_param]
+vt.check_params(params, cases, {"q"})
+check("case grid: a coded case of g1 has 3 x 7 x 3 points",
+      len(vt.case_grid(params, cases[1])) == 63)
+grid = vt.case_grid(params, cases[7])  # g2:1, coded: every parameter but the host's
+check("case grid: a coded case of g2 has 3 x 3 points", len(grid) == 9, f"{len(grid)}")
+check("case grid: the factor scales the case's own value",
+      [s for s in grid[1] if s.startswith(PEAK)] == [f"{PEAK}=7.07107Pflops"], f"{grid[1]}")
+check("case grid: a plain case has 3 x 7 points", len(vt.case_grid(params, cases[0])) == 21)
+report = vt.run_fit(params, cases, simulate)
+sizes = sum(len(vt.case_grid(params, c)) for c in cases)
+check("filtered grid: simulations = case grids + in-sample + folds",
+      len(calls) == sizes + 2 * len(cases), f"{len(calls)} calls, {sizes} grid points")
+r = report.in_sample.u.get((2, ()))
+check("factor fitted on the coded cases", r is not None and near(peak_param.value(r), 0.8, 0.03),
+      f"{r and peak_param.value(r)}")
+sets, _ = vt.values_for(params, next(c for c in cases if host_free(c)), report.in_sample.u)
+check("an excluded case keeps the file's host time",
+      not any(s.startswith(KO) for s in sets) and any(s.startswith(PEAK) for s in sets), f"{sets}")
+worst = max(abs(report.logo_sim[c.id] / c.measured_s - 1) for c in cases)
+check("filtered fit: LOGO errors", worst <= 0.01, f"{worst:.3g}")
+
+# Refused: a factor on a case that does not set its path, an unknown code or attribute, a
+# factor with a unit, a filter that is not a map of lists.
+plain = make_cases(None)[0]
+plain.approximated = ("q",)
+for name, call in (
+        ("a factor on a case without the path",
+         lambda: vt.check_params([peak_param], [plain], {"q"})),
+        ("an unknown code", lambda: vt.check_params([peak_param], cases, {"r"})),
+        ("an unknown attribute", lambda: vt.check_params(
+            [vt.param_from_dict({"path": KO, "min": "1us", "max": "2us",
+                                 "applies_to": {"rack": ["7"]}})], cases, {"q"}))):
+    try:
+        call()
+        check(f"check_params refuses {name}", False, "accepted")
+    except vt.InputError as e:
+        check(f"check_params refuses {name}", str(e).startswith("error: "), str(e))
+for bad in ({"path": PEAK, "min": "0.5us", "max": "1us", "factor": True},
+            {"path": PEAK, "min": "0.5", "max": "1", "factor": "yes"},
+            {"path": PEAK, "min": "0.5", "max": "1", "applies_to": {"approximated": "q"}},
+            {"path": PEAK, "min": "0.5", "max": "1", "excludes": ["q"]}):
+    try:
+        vt.param_from_dict(bad)
+        check(f"param_from_dict refuses {bad}", False, "accepted")
+    except ValueError:
+        check(f"param_from_dict refuses {bad}", True)
+
 if failures:
     print(f"FAIL validate_training_test: {len(failures)} of {checks} checks failed")
     for f in failures:
