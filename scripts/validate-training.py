@@ -1454,8 +1454,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         elif args.fit:
             params, grid_every = load_fit_config(Path(args.fit))
         grid_every.update(parse_grid_every(args.grid_every, "--grid-every"))
-        check_params(params, cases, {row["code"] for _, row in
-                                     read_csv(CASES_DIR / "approximations.csv")})
+        try:
+            check_params(params, cases, {row["code"] for _, row in
+                                         read_csv(CASES_DIR / "approximations.csv")})
+        except InputError as e:
+            raise InputError(f"{'--param' if args.param else args.fit}: {e}") from None
         if args.list:
             sim_cmd = ["prismsim"]
             for c in cases:

@@ -374,10 +374,13 @@ TEST_CASE("NVFP4 layers: FP4 GEMMs, current scaling's casts at half a byte and a
   CHECK(mapped.fp8);
   CHECK(mapped.fp8_amax());
   CHECK(mapped.quantized_bytes == q);
-  LayerContext c = small_context(1);
-  c.fp8 = mapped.fp8;
-  c.fp8_scaling = mapped.fp8_scaling;
-  c.quantized_bytes = mapped.quantized_bytes;
+  auto as_mapped = [&](LayerContext c) {
+    c.fp8 = mapped.fp8;
+    c.fp8_scaling = mapped.fp8_scaling;
+    c.quantized_bytes = mapped.quantized_bytes;
+    return c;
+  };
+  LayerContext c = as_mapped(small_context(1));
   const auto forward = layer_forward(c);
   const auto backward = layer_backward(c);
   int gemms = 0;
@@ -403,10 +406,7 @@ TEST_CASE("NVFP4 layers: FP4 GEMMs, current scaling's casts at half a byte and a
   CHECK(bytes_named(backward, "_grad_quantize") == rel(tokens * (qkv + h + ffn + h) * (4 + 2 * q)));
   CHECK(bytes_named(backward, "_input_transpose") == rel(tokens * (h + h) * 2 * q));
   SUBCASE("sequence parallelism gathers the NVFP4 copy") {
-    c = small_context(2, true);
-    c.fp8 = mapped.fp8;
-    c.fp8_scaling = mapped.fp8_scaling;
-    c.quantized_bytes = mapped.quantized_bytes;
+    c = as_mapped(small_context(2, true));
     const auto items = layer_forward(c);
     const size_t cast = index_of(items, "qkv_projection_quantize");
     REQUIRE(cast + 1 < items.size());
