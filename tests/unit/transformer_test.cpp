@@ -1081,6 +1081,10 @@ TEST_CASE("kernel time without overhead is the slower of compute and memory (roo
     const double expected = 2.0 * 8192 * 8192 * 8192 / (1e15 * efficiency);
     CHECK(kernel_seconds(g, gpu, Precision::bf16) == rel(expected, 1e-12));
     CHECK(kernel_seconds(g, gpu, Precision::fp8) == rel(expected / 2, 1e-12));
+    // FP4 at its own peak and efficiency (a Blackwell-like 4x the bf16 peak, 0.5 of it reached).
+    gpu.peak_flops[Precision::fp4] = 4e15;
+    gpu.compute.gemm_efficiency_by_precision[Precision::fp4] = 0.5;
+    CHECK(kernel_seconds(g, gpu, Precision::fp4) == rel(expected * 0.75 / (4 * 0.5), 1e-12));
   }
   SUBCASE("an element-wise kernel is memory-bound") {
     const KernelWork e = memory_bound("add", 3e9);
