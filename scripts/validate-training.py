@@ -1338,11 +1338,15 @@ def print_fit(report: FitReport, cases: Sequence[Case]) -> None:
         print(f"  held out {g}: {'; '.join(fb)}")
 
 
-def print_codes(cases: Sequence[Case]) -> None:
-    legend = {}
-    path = CASES_DIR / "approximations.csv"
-    for _, row in read_csv(path):
-        legend[row["code"]] = row
+APPROXIMATIONS = CASES_DIR / "approximations.csv"
+
+
+def approximation_legend() -> dict[str, dict[str, str]]:
+    """The rows of calibration/cases/approximations.csv by code."""
+    return {row["code"]: row for _, row in read_csv(APPROXIMATIONS)}
+
+
+def print_codes(cases: Sequence[Case], legend: dict[str, dict[str, str]]) -> None:
     counts: dict[str, int] = {}
     for c in cases:
         for code in c.approximated:
@@ -1351,7 +1355,8 @@ def print_codes(cases: Sequence[Case]) -> None:
     for code, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])):
         row = legend.get(code)
         if row is None:
-            raise InputError(f"{path}: error: approximation code '{code}' is not listed")
+            raise InputError(f"{APPROXIMATIONS}: error: approximation code '{code}' is not "
+                             "listed")
         print(f"{code:22} {n:5d}  {row['kind']}: {row['what the measured run does']}")
 
 
@@ -1454,9 +1459,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         elif args.fit:
             params, grid_every = load_fit_config(Path(args.fit))
         grid_every.update(parse_grid_every(args.grid_every, "--grid-every"))
+        legend = approximation_legend()
         try:
-            check_params(params, cases, {row["code"] for _, row in
-                                         read_csv(CASES_DIR / "approximations.csv")})
+            check_params(params, cases, set(legend))
         except InputError as e:
             raise InputError(f"{'--param' if args.param else args.fit}: {e}") from None
         if args.list:
@@ -1507,7 +1512,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"  not fitted: {cid}: {why}")
         print()
     print("== approximations of the case mapping (calibration/cases/approximations.csv)")
-    print_codes(cases)
+    print_codes(cases, legend)
     print()
     elapsed = time.monotonic() - started
     fit_rows = [r for r in rows if r["use"] == "fit"]
