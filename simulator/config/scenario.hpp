@@ -1,5 +1,6 @@
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -223,6 +224,19 @@ enum class WorkloadKind { layer_stack, transformer };
 /// each operand cast again for each GEMM along that GEMM's axis (torchao's `rowwise`).
 enum class Fp8Scaling { delayed, tensorwise, rowwise };
 
+/// The linear layers of a transformer layer, by Megatron's names: linear_qkv, linear_proj,
+/// linear_fc1, linear_fc2.
+enum class LinearModule { qkv, attention_output, mlp_up, mlp_down };
+
+/// LoRA fine-tuning as Megatron-Bridge runs it (`peft: lora`, docs/frameworks.md): every weight of
+/// the model frozen, a rank-`rank` adapter (A: in x rank, B: rank x out) beside each linear layer
+/// in `modules`, the adapters the only weights trained.
+struct LoraSpec {
+  int rank = 32;                                        ///< Megatron-Bridge's `LoRA.dim`
+  std::array<bool, 4> modules{true, true, true, true};  ///< by LinearModule; Bridge's default
+  bool adapts(LinearModule m) const { return modules[static_cast<size_t>(m)]; }
+};
+
 /// What is trained: a layer stack (identical layers given by their cost) or a transformer.
 struct WorkloadSpec {
   std::string name;
@@ -237,8 +251,9 @@ struct WorkloadSpec {
   /// transformer: the layers' linear GEMMs in NVFP4 (Transformer Engine's NVFP4BlockScaling),
   /// with its casts (an amax pass each, as FP8's per-tensor current scaling)
   bool fp4_gemms = false;
-  int64_t global_batch = 0;  ///< samples per training step, over all data-parallel replicas
-  int64_t microbatch = 1;    ///< samples per forward/backward pass
+  std::optional<LoraSpec> lora;  ///< transformer: LoRA fine-tuning; unset: every weight trained
+  int64_t global_batch = 0;      ///< samples per training step, over all data-parallel replicas
+  int64_t microbatch = 1;        ///< samples per forward/backward pass
 };
 
 /// How data-parallel replicas share gradients and state: plain DDP (gradient all-reduce), ZeRO-1

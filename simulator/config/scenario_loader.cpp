@@ -400,6 +400,38 @@ TransformerSpec read_model(MapReader& parent) {
   return m;
 }
 
+/// Megatron's linear layers by the names `workload.lora.modules` takes, in LinearModule order.
+const std::vector<std::string> kLinearModuleNames = {"qkv", "attention_output", "mlp_up",
+                                                     "mlp_down"};
+
+LoraSpec read_lora(MapReader& parent) {
+  LoraSpec lora;
+  const ConfigNode* node = parent.map("lora", false);
+  if (!node) return lora;
+  MapReader r(*node, parent.path_of("lora"), parent.diags());
+  assign(lora.rank, r.integer("rank", false, 1, 65536));
+  if (const ConfigNode* list = r.list("modules", false)) {
+    lora.modules = {};
+    for (const ConfigNode& item : list->items) {
+      const auto it = std::find(kLinearModuleNames.begin(), kLinearModuleNames.end(), item.scalar);
+      if (it == kLinearModuleNames.end()) {
+        r.diags().error(item.loc, fmt::format("'{}' has '{}'; the modules are qkv, "
+                                              "attention_output, mlp_up and mlp_down",
+                                              r.path_of("modules"), item.scalar));
+      } else {
+        lora.modules[static_cast<size_t>(it - kLinearModuleNames.begin())] = true;
+      }
+    }
+    if (list->items.empty()) {
+      r.diags().error(list->loc, fmt::format("'{}' must name at least one of qkv, "
+                                             "attention_output, mlp_up and mlp_down",
+                                             r.path_of("modules")));
+    }
+  }
+  r.finish();
+  return lora;
+}
+
 WorkloadSpec read_workload(const ConfigNode& node, Diagnostics& diags) {
   WorkloadSpec workload;
   MapReader r(node, "workload", diags);
@@ -420,6 +452,7 @@ WorkloadSpec read_workload(const ConfigNode& node, Diagnostics& diags) {
     workload.layers = workload.model.layers;
     assign(workload.fp8_gemms, r.boolean("fp8_gemms", false));
     assign(workload.fp4_gemms, r.boolean("fp4_gemms", false));
+    if (r.get("lora", false)) workload.lora = read_lora(r);
     if (auto scaling = r.choice("fp8_scaling", false, {"delayed", "tensorwise", "rowwise"})) {
       workload.fp8_scaling = static_cast<Fp8Scaling>(*scaling);
     }
@@ -788,6 +821,19 @@ void check_transformer(const ConfigNode& root, const Scenario& s, Diagnostics& d
       diags.error(fp4_at, fmt::format("platform '{}' gives no peak_flops for precision 'fp4' "
                                       "(NVFP4 runs on Blackwell's tensor cores)",
                                       s.platform.name));
+    }
+  }
+  if (w.lora) {
+    const SourceLoc lora_at = loc_of(root, "workload.lora");
+    if (s.parallelism.framework != Framework::megatron_lm) {
+      diags.error(lora_at, fmt::format("LoRA is modelled as Megatron-Bridge runs it on "
+                                       "Megatron-Core (framework: megatron-lm), not '{}'",
+                                       to_string(s.parallelism.framework)));
+    } else if (w.lora->rank % s.parallelism.tp != 0) {
+      diags.error(loc_of(root, "workload.lora.rank"),
+                  fmt::format("LoRA rank {} is not a multiple of tp {}: Megatron splits "
+                              "each adapter's rank over the tensor-parallel ranks",
+                              w.lora->rank, s.parallelism.tp));
     }
   }
   if (w.fp8_scaling) {

@@ -84,8 +84,8 @@ std::vector<MemoryEstimate> estimate_memory(const Scenario& scenario) {
   for (int stage = 0; stage < p.pp; ++stage) {
     MemoryEstimate m;
     m.stage = stage;
-    double params = 0;
-    double largest_unit = 0;
+    double params = 0, trained = 0;
+    double largest_unit = 0, largest_trained = 0;
     std::vector<double> chunk_bytes;  // activations a forward of each chunk holds
     for (int chunk = 0; chunk < v; ++chunk) {
       const int vs = virtual_stage(chunk, stage, p.pp);
@@ -93,7 +93,9 @@ std::vector<MemoryEstimate> estimate_memory(const Scenario& scenario) {
       // on the last (no weight of its own when tied to the embedding on the same stage).
       for (const PassUnit& unit : pass_units(c, layers, true, vs)) {
         params += unit.parameters;
+        trained += unit.trainable;
         largest_unit = std::max(largest_unit, unit.parameters);
+        largest_trained = std::max(largest_trained, unit.trainable);
       }
       const int count = layers[static_cast<size_t>(vs)].count;
       const int recomputed = recomputed_layers(c, count);
@@ -105,8 +107,9 @@ std::vector<MemoryEstimate> estimate_memory(const Scenario& scenario) {
     m.weights = fsdp ? params / shards * e + gathered * e : params * e;
     // ZeRO-2 and FSDP keep the gradient shard plus the unit being reduced.
     const bool sharded_gradients = fsdp || p.data_parallel == DataParallelKind::zero2;
-    m.gradients = sharded_gradients ? params / shards * g + largest_unit * g : params * g;
-    m.optimizer = 12 * params / (p.data_parallel == DataParallelKind::ddp ? 1.0 : shards);
+    // Gradients and optimizer state for the trained weights alone (under LoRA, the adapters').
+    m.gradients = sharded_gradients ? trained / shards * g + largest_trained * g : trained * g;
+    m.optimizer = 12 * trained / (p.data_parallel == DataParallelKind::ddp ? 1.0 : shards);
     // Walk the schedule: a forward saves its chunk's activations until its backward.
     m.activations =
         peak_held(pipeline_passes(p.schedule, p.pp, v, microbatches_per_replica(scenario), stage),

@@ -34,7 +34,7 @@ StepEstimate::StepEstimate(const Scenario& s, const Topology& topology)
   const double element_bytes = bytes_per_element(s.workload.precision);
   const double gradient_bytes = bytes_per_element(p.gradient_reduce_precision);
   const int stages = static_cast<int>(layers.size());
-  std::vector<double> stage_parameters(static_cast<size_t>(p.pp), 0.0);
+  std::vector<double> stage_trained(static_cast<size_t>(p.pp), 0.0);
   for (int vs = 0; vs < stages; ++vs) {
     const int stage = vs % p.pp;
     const auto tp_group = group({ParallelDim::tp}, stage);
@@ -42,7 +42,7 @@ StepEstimate::StepEstimate(const Scenario& s, const Topology& topology)
     for (bool forward : {true, false}) {
       PassCost cost;
       for (const PassUnit& unit : pass_units(context, layers, forward, vs)) {
-        if (forward) stage_parameters[static_cast<size_t>(stage)] += unit.parameters;
+        if (forward) stage_trained[static_cast<size_t>(stage)] += unit.trainable;
         for (const PassItem& item : unit.items) {
           PassItemCost c;
           if (item.kind == PassItem::Kind::kernel) {
@@ -78,7 +78,7 @@ StepEstimate::StepEstimate(const Scenario& s, const Topology& topology)
   }
   double optimizer_parameters = 0, rank_parameters = 0;  // the largest share any rank updates
   for (int stage = 0; stage < p.pp; ++stage) {
-    const double parameters = stage_parameters[static_cast<size_t>(stage)];
+    const double parameters = stage_trained[static_cast<size_t>(stage)];
     double sharded = parameters;
     double seconds = 0;
     if (p.dp * p.cp > 1) {
@@ -92,7 +92,8 @@ StepEstimate::StepEstimate(const Scenario& s, const Topology& topology)
         sharded /= static_cast<double>(p.dp) * p.cp;
       }
     }
-    if (s.workload.model.tied_embeddings && p.pp > 1 && (stage == 0 || stage == p.pp - 1)) {
+    if (s.workload.model.tied_embeddings && !s.workload.lora && p.pp > 1 &&
+        (stage == 0 || stage == p.pp - 1)) {
       seconds += call_seconds({group({}, 0).front(), group({}, p.pp - 1).front()},
                               CollectiveOp::all_reduce,
                               embedding_parameters(context) / p.tp * gradient_bytes);

@@ -95,6 +95,8 @@ LayerContext layer_context(const Scenario& s) {
   c.fused_projections = s.parallelism.fused_projections;
   c.overlap_dgrad_reduce = s.parallelism.overlap_dgrad_reduce;
   c.query_key_layer_scaling = framework.query_key_layer_scaling;
+  c.lora = s.workload.lora;
+  c.lora_gathers_input = c.lora && c.sequence_parallel && s.parallelism.tp_comm_overlap;
   return c;
 }
 
@@ -109,7 +111,8 @@ int microbatches_per_replica(const Scenario& s) {
 
 int deferred_embedding_wgrads(const Scenario& s) {
   const ParallelismSpec& p = s.parallelism;
-  if (!p.defer_embedding_wgrad) return 0;
+  // Under LoRA the output layer is frozen: it has no weight gradient to defer.
+  if (!p.defer_embedding_wgrad || s.workload.lora) return 0;
   const int microbatches = microbatches_per_replica(s);
   return p.wgrad_deferral_limit == 0 ? microbatches
                                      : std::min(microbatches, p.wgrad_deferral_limit);
@@ -120,23 +123,29 @@ std::vector<PassUnit> pass_units(const LayerContext& c, const std::vector<StageL
   std::vector<PassUnit> out;
   const bool first = vs == 0;
   const bool last = vs == static_cast<int>(layers.size()) - 1;
-  const double layer_params = layer_parameters(c.model) / c.tp;
+  const double adapter_params = adapter_parameters(c);
+  const double layer_params = layer_parameters(c.model) / c.tp + adapter_params;
   const double embedding_params = embedding_parameters(c) / c.tp;
   // A tied head on the embedding's own stage multiplies by the embedding's weight: one tensor,
   // whose gradient, optimizer state and gathers the embedding's unit carries.
   const double head_params = c.model.tied_embeddings && first ? 0.0 : embedding_params;
   const int count = layers[static_cast<size_t>(vs)].count;
   // The unit's module code runs before its first item (`host.layer_launch`).
-  auto add = [&](std::vector<PassItem> items, double parameters, int module_runs = 1) {
+  // Trained: every weight, or under LoRA the layers' adapters alone.
+  const double layer_trained = c.lora ? adapter_params : layer_params;
+  const double embedding_trained = c.lora ? 0.0 : embedding_params;
+  const double head_trained = c.lora ? 0.0 : head_params;
+  auto add = [&](std::vector<PassItem> items, double parameters, double trained,
+                 int module_runs = 1) {
     if (!items.empty()) items.front().module_runs = module_runs;
-    out.push_back({std::move(items), parameters});
+    out.push_back({std::move(items), parameters, trained});
   };
   if (forward) {
-    if (first) add(embedding_forward(c), embedding_params);
-    for (int l = 0; l < count; ++l) add(layer_forward(c), layer_params);
-    if (last) add(head_forward(c), head_params);
+    if (first) add(embedding_forward(c), embedding_params, embedding_trained);
+    for (int l = 0; l < count; ++l) add(layer_forward(c), layer_params, layer_trained);
+    if (last) add(head_forward(c), head_params, head_trained);
   } else {
-    if (last) add(head_backward(c), head_params);
+    if (last) add(head_backward(c), head_params, head_trained);
     // The forward's module code again, then the backward's: a full recompute, and torchtitan's
     // per-op one when eager (compiled, the recompute is in the backward graph).
     const bool reruns =
@@ -149,9 +158,11 @@ std::vector<PassUnit> pass_units(const LayerContext& c, const std::vector<StageL
     const int recomputed = recomputed_layers(c, count);
     for (int l = 0; l < count; ++l) {
       const bool recomputes = l < recomputed;
-      add(layer_backward(recomputes ? c : kept), layer_params, recomputes ? layer_runs : 1);
+      add(layer_backward(recomputes ? c : kept), layer_params, layer_trained,
+          recomputes ? layer_runs : 1);
     }
-    if (first) add(embedding_backward(c), embedding_params);
+    // A frozen embedding has no backward: nothing before it needs a gradient.
+    if (first && !c.lora) add(embedding_backward(c), embedding_params, embedding_trained);
   }
   return out;
 }
@@ -664,10 +675,10 @@ std::shared_ptr<Program> TransformerJobBuilder::rank_program(int rank) {
       buckets.push_back(bytes);
     }
   };
-  double rank_parameters = 0;
+  double rank_trained = 0;  // this rank's trained parameters: gradients, optimizer, gathers
   for (int c = 0; c < v; ++c) {
     for (const PassUnit& unit : units(true, virtual_stage(c, stage, pp))) {
-      rank_parameters += unit.parameters;
+      rank_trained += unit.trainable;
     }
   }
 
@@ -686,7 +697,7 @@ std::shared_ptr<Program> TransformerJobBuilder::rank_program(int rank) {
       double elements = 0;
       size_t first = 0;
       for (size_t u = 0; u < forward_units.size(); ++u) {
-        elements += forward_units[u].parameters;
+        elements += forward_units[u].trainable;
         if (elements < per_bucket && u + 1 < forward_units.size()) continue;
         const EventId gathered = program->add_event();
         program->streams[1].push_back(
@@ -757,6 +768,7 @@ std::shared_ptr<Program> TransformerJobBuilder::rank_program(int rank) {
           !pass.forward && (p_.reduce_every_microbatch || i == last_backward[chunk]);
       for (size_t u = 0; u < pass_units.size(); ++u) {
         const double unit_elements = pass_units[u].parameters;
+        const double unit_gradients = pass_units[u].trainable;
         if (gathers) {
           const EventId gathered = program->add_event();
           const EventId started = program->add_event();
@@ -776,11 +788,11 @@ std::shared_ptr<Program> TransformerJobBuilder::rank_program(int rank) {
           compute.push_back(ops::Record{ready});
           auto& reduce = program->streams[2];
           reduce.push_back(ops::Wait{ready});
-          reduce.push_back(collective(CollectiveOp::reduce_scatter, unit_elements * gradient_bytes_,
-                                      dp->reduce));
+          reduce.push_back(collective(CollectiveOp::reduce_scatter,
+                                      unit_gradients * gradient_bytes_, dp->reduce));
           if (dp->replicate) {
             reduce.push_back(collective(CollectiveOp::all_reduce,
-                                        unit_elements * gradient_bytes_ / dp->shard_ranks,
+                                        unit_gradients * gradient_bytes_ / dp->shard_ranks,
                                         *dp->replicate));
           }
         }
@@ -791,7 +803,7 @@ std::shared_ptr<Program> TransformerJobBuilder::rank_program(int rank) {
       const double per_bucket = bucket_elements(stage, pass.chunk);
       size_t begin = 0;
       for (size_t u = 0; u < pass_units.size(); ++u) {
-        pending_elements += pass_units[u].parameters;
+        pending_elements += pass_units[u].trainable;
         if (pending_elements >= per_bucket || u + 1 == pass_units.size()) {
           emit(compute, templates(false, vs, begin, u + 1, groups, defer_wgrad), groups,
                pass.microbatch, &ref);
@@ -830,7 +842,7 @@ std::shared_ptr<Program> TransformerJobBuilder::rank_program(int rank) {
   if (deferred > 0) emit(compute, deferred_wgrads(deferred, groups), groups, -1);
   // Gradients reduced; the tied embedding's gradient summed over the first and last stages; the
   // gradient norm; then the optimizer on this rank's share of the parameters.
-  double optimizer_parameters = rank_parameters;
+  double optimizer_parameters = rank_trained;
   if (fsdp) {
     const EventId reduced = program->add_event();
     program->streams[2].push_back(ops::Record{reduced});
@@ -845,7 +857,8 @@ std::shared_ptr<Program> TransformerJobBuilder::rank_program(int rank) {
     for (double bytes : buckets) compute.push_back(collective(gradient_op, bytes, dp->reduce));
     if (kind != DataParallelKind::ddp) optimizer_parameters /= dp->shard_ranks;
   }
-  if (const auto& embedding = embedding_group_[static_cast<size_t>(rank)]) {
+  const auto& embedding = embedding_group_[static_cast<size_t>(rank)];
+  if (embedding && !context_.lora) {  // a frozen embedding has no gradient to sum
     compute.push_back(collective(CollectiveOp::all_reduce,
                                  embedding_parameters(context_) / p_.tp * gradient_bytes_,
                                  *embedding));
@@ -856,12 +869,12 @@ std::shared_ptr<Program> TransformerJobBuilder::rank_program(int rank) {
   emit(compute,
        {single_kernel_segment(
             "optimizer", optimizer_step(optimizer_parameters, gradient_bytes_, element_bytes_)),
-        single_kernel_segment("optimizer", zero_gradients(rank_parameters, gradient_bytes_))},
+        single_kernel_segment("optimizer", zero_gradients(rank_trained, gradient_bytes_))},
        groups, -1);
   if (dp && (kind == DataParallelKind::zero1 || zero2) && !gather_ahead) {
     // Every replica needs the updated parameters of every shard.
     compute.push_back(
-        collective(CollectiveOp::all_gather, rank_parameters * element_bytes_, dp->reduce));
+        collective(CollectiveOp::all_gather, rank_trained * element_bytes_, dp->reduce));
   }
   return program;
 }

@@ -42,7 +42,10 @@ std::vector<StageLayers> split_layers(const ParallelismSpec& parallelism, int la
 /// Part of a pass whose weights are one piece: the embedding, one layer, or the output head.
 struct PassUnit {
   std::vector<PassItem> items;
-  double parameters = 0;  ///< on one rank (its tensor-parallel share)
+  double parameters = 0;  ///< on one rank (its tensor-parallel share): the weights it holds
+  /// Of those, the ones trained (gradients, their reduction, the optimizer): all, or under LoRA
+  /// the adapters' alone.
+  double trainable = 0;
 };
 
 /// The units of a forward or backward pass of virtual stage `vs`, in execution order: the

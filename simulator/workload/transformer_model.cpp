@@ -1,5 +1,6 @@
 #include "workload/transformer_model.hpp"
 
+#include <array>
 #include <cmath>
 
 namespace prismsim {
@@ -69,8 +70,8 @@ void region_entry(std::vector<PassItem>& items, const LayerContext& c, const Sha
   }
   // Backward, the reduction of the column layers' input gradient: Megatron and Transformer
   // Engine issue it after the dgrad GEMM and wait for it after the wgrad GEMM, which the item
-  // before it is when the layers' projections are one GEMM.
-  if (!forward && c.overlap_dgrad_reduce && items.size() > 1) {
+  // before it is when the layers' projections are one GEMM (and the weights are not frozen).
+  if (!forward && c.overlap_dgrad_reduce && !c.lora && items.size() > 1) {
     const PassItem& previous = items[items.size() - 2];
     items.back().hidden_by_previous_gemm =
         previous.kind == PassItem::Kind::kernel && previous.work.kernel_class == KernelClass::gemm;
@@ -394,8 +395,9 @@ void linear_forward(std::vector<PassItem>& items, const LayerContext& c, const c
     items.push_back(kernel(axiswise_cast(prefix + "_quantize", tokens * in, e, true)));
     items.push_back(kernel(axiswise_cast(prefix + "_weight_quantize", out * in, e, true)));
   } else if (c.fp8 && split == Split::row) {
+    const bool transposed = !gathered(c) && !c.lora;  // the copy only a weight gradient reads
     items.push_back(kernel(
-        cast(prefix + "_quantize", tokens * in, e, c.quantized_bytes, !gathered(c), c.fp8_amax())));
+        cast(prefix + "_quantize", tokens * in, e, c.quantized_bytes, transposed, c.fp8_amax())));
   }
   items.push_back(kernel(linear_gemm(name, tokens, out, in, e)));
 }
@@ -405,17 +407,20 @@ void linear_forward(std::vector<PassItem>& items, const LayerContext& c, const c
 /// gradient is cast first (a gathered one on the rank's shard, before the all-gather that the
 /// region just queued, so that the gather stays next to the GEMM that consumes it), and the
 /// operands of the weight gradient that have no transposed copy get one before it. Rowwise, each
-/// GEMM's two operands are cast from bf16 right before it.
+/// GEMM's two operands are cast from bf16 right before it. Under LoRA the weight is frozen: the
+/// dgrad alone (Transformer Engine skips the wgrad and the copies that feed it).
 void linear_backward(std::vector<PassItem>& items, const LayerContext& c, const char* name,
                      Split split, double tokens, double in, double out, double e,
                      bool fp8_eligible = true) {
   const bool fp8 = c.fp8 && fp8_eligible;
+  const bool trained = !c.lora;
   const std::string prefix = name;
   if (fp8 && c.fp8_rowwise()) {
     items.push_back(kernel(axiswise_cast(prefix + "_grad_quantize", tokens * out, e, true)));
     items.push_back(kernel(axiswise_cast(prefix + "_weight_quantize_t", out * in, e, false)));
     items.push_back(kernel(linear_gemm(prefix + "_dgrad", tokens, in, out, e)));
     items.push_back(kernel(rescale(prefix + "_dgrad_rescale", tokens * in, e)));
+    if (!trained) return;
     items.push_back(kernel(axiswise_cast(prefix + "_grad_quantize_t", tokens * out, e, false)));
     items.push_back(kernel(axiswise_cast(prefix + "_input_quantize_t", tokens * in, e, false)));
     items.push_back(kernel(linear_gemm(prefix + "_wgrad", in, out, tokens, e)));
@@ -432,13 +437,14 @@ void linear_backward(std::vector<PassItem>& items, const LayerContext& c, const 
     items.insert(at, kernel(cast(prefix + "_grad_quantize", tokens * out / c.tp, e,
                                  c.quantized_bytes, false, c.fp8_amax())));
   } else if (fp8) {
-    items.push_back(kernel(
-        cast(prefix + "_grad_quantize", tokens * out, e, c.quantized_bytes, true, c.fp8_amax())));
+    items.push_back(kernel(cast(prefix + "_grad_quantize", tokens * out, e, c.quantized_bytes,
+                                trained, c.fp8_amax())));
   }
   KernelWork dgrad = gemm(prefix + "_dgrad", tokens, in, out, e);
   KernelWork wgrad = gemm(prefix + "_wgrad", in, out, tokens, e);
   dgrad.fp8_eligible = wgrad.fp8_eligible = fp8_eligible;
   items.push_back(kernel(std::move(dgrad)));
+  if (!trained) return;
   if (fp8 && (split == Split::column || gathered(c))) {
     // The norm's FP8 output (column) or the cast without its copy (row, sequence-parallel).
     items.push_back(kernel(transpose(prefix + "_input_transpose", tokens * in, c.quantized_bytes)));
@@ -513,6 +519,119 @@ void column_backward(std::vector<PassItem>& items, const LayerContext& c, const 
   }
 }
 
+// LoRA as Megatron-Bridge builds it (`ParallelLinearAdapter` in src/megatron/bridge/peft/utils.py,
+// `LoRALinear` in lora_layers.py @067f987d): beside a frozen linear layer, linear_in (A) maps its
+// input to the rank and linear_out (B) maps that to the layer's output; the result is scaled by
+// alpha / rank and added to the layer's. Both are Megatron-Core's own parallel linears (bf16,
+// not Transformer Engine's). For a column layer, A is column-parallel over the rank with its
+// output gathered and B column-parallel like the layer; for a row layer, A is row-parallel over
+// the layer's input (its rank-wide output all-reduced) and B column-parallel with its output
+// gathered, then split along the sequence under sequence parallelism. The adapter's autograd
+// nodes come after the layer's, so the backward runs them first.
+
+/// One adapted linear layer: its name, its input width on this rank and its output width.
+struct Adapted {
+  const char* name;
+  Split split;
+  double in, out;  ///< column: the whole input, the rank's output; row: the rank's input, whole
+};
+
+/// Whether LoRA adapts `module`.
+bool adapts(const LayerContext& c, LinearModule module) { return c.lora && c.lora->adapts(module); }
+
+/// Tokens of the adapter's scale and sum: a row layer's output is the rank's sequence shard
+/// under sequence parallelism.
+double adapter_output_tokens(const Adapted& a, const Shape& s) {
+  return a.split == Split::row ? s.elementwise_tokens : s.tokens;
+}
+
+void adapter_forward(std::vector<PassItem>& items, const LayerContext& c, const Shape& s,
+                     const Adapted& a) {
+  const std::string prefix = std::string(a.name) + "_lora";
+  const double r = c.lora->rank;
+  const double bytes = s.tokens * s.e;  // an element of the full sequence
+  if (a.split == Split::column) {
+    if (c.lora_gathers_input) {
+      items.push_back(
+          collective(CollectiveOp::all_gather, bytes * a.in, LayerGroup::tp, "lora_tp_all_gather"));
+    }
+    items.push_back(kernel(gemm(prefix + "_a", s.tokens, r / c.tp, a.in, s.e)));
+    if (c.tp > 1) {
+      items.push_back(collective(CollectiveOp::all_gather, bytes * r, LayerGroup::tp,
+                                 "lora_tp_all_gather_rank"));
+    }
+    items.push_back(kernel(gemm(prefix + "_b", s.tokens, a.out, r, s.e)));
+  } else {
+    items.push_back(kernel(gemm(prefix + "_a", s.tokens, r, a.in, s.e)));
+    if (c.tp > 1) {
+      items.push_back(collective(CollectiveOp::all_reduce, bytes * r, LayerGroup::tp,
+                                 "lora_tp_all_reduce_rank"));
+    }
+    items.push_back(kernel(gemm(prefix + "_b", s.tokens, a.out / c.tp, r, s.e)));
+    if (c.tp > 1) {
+      items.push_back(collective(CollectiveOp::all_gather, bytes * a.out, LayerGroup::tp,
+                                 "lora_tp_all_gather"));
+    }
+  }
+  const double elements = adapter_output_tokens(a, s) * a.out;
+  items.push_back(kernel(memory_bound(prefix + "_scale", 2 * elements * s.e)));
+  items.push_back(kernel(memory_bound(prefix + "_add", 3 * elements * s.e)));
+}
+
+/// The adapter's backward: the scale's, then B's and A's dgrad and wgrad, and the reductions of
+/// their input gradients.
+void adapter_backward(std::vector<PassItem>& items, const LayerContext& c, const Shape& s,
+                      const Adapted& a) {
+  const std::string prefix = std::string(a.name) + "_lora";
+  const double r = c.lora->rank;
+  const double bytes = s.tokens * s.e;
+  const double b_out = a.split == Split::column ? a.out : a.out / c.tp;  // B's output, this rank
+  const double a_rank = a.split == Split::column ? r / c.tp : r;         // A's output, this rank
+  items.push_back(kernel(
+      memory_bound(prefix + "_scale_backward", 2 * adapter_output_tokens(a, s) * a.out * s.e)));
+  if (a.split == Split::row && c.sequence_parallel) {
+    // The sequence split's backward gathers the output gradient.
+    items.push_back(
+        collective(CollectiveOp::all_gather, bytes * a.out, LayerGroup::tp, "lora_tp_all_gather"));
+  }
+  items.push_back(kernel(gemm(prefix + "_b_dgrad", s.tokens, r, b_out, s.e)));
+  items.push_back(kernel(gemm(prefix + "_b_wgrad", r, b_out, s.tokens, s.e)));
+  if (c.tp > 1) {
+    // B's input is the same on every rank: its gradient is summed over them.
+    items.push_back(
+        collective(CollectiveOp::all_reduce, bytes * r, LayerGroup::tp, "lora_tp_all_reduce_rank"));
+  }
+  items.push_back(kernel(gemm(prefix + "_a_dgrad", s.tokens, a.in, a_rank, s.e)));
+  items.push_back(kernel(gemm(prefix + "_a_wgrad", a_rank, a.in, s.tokens, s.e)));
+  if (a.split == Split::column && c.lora_gathers_input) {
+    items.push_back(collective(CollectiveOp::reduce_scatter, bytes * a.in, LayerGroup::tp,
+                               "lora_tp_reduce_scatter"));
+  } else if (a.split == Split::column && c.tp > 1 && !c.sequence_parallel) {
+    items.push_back(
+        collective(CollectiveOp::all_reduce, bytes * a.in, LayerGroup::tp, "lora_tp_all_reduce"));
+  }
+}
+
+/// The sum of the adapter's input gradient and the layer's, after the layer's backward and its
+/// input-gradient reduction: on the rank's shard when the adapter gathered its input itself,
+/// else on every token (under sequence parallelism Transformer Engine adds the gradient of the
+/// gathered norm output it returned before its reduce-scatter).
+void adapter_gradient_sum(std::vector<PassItem>& items, const LayerContext& c, const Shape& s,
+                          const Adapted& a) {
+  const double tokens =
+      a.split == Split::column && c.lora_gathers_input ? s.elementwise_tokens : s.tokens;
+  items.push_back(
+      kernel(memory_bound(std::string(a.name) + "_lora_input_grad_sum", 3 * tokens * a.in * s.e)));
+}
+
+/// The layer's four adaptable linears, in LinearModule order.
+std::array<Adapted, 4> adapted_linears(const Shape& s, double tp) {
+  return {Adapted{"qkv_projection", Split::column, s.hidden, s.qkv_out},
+          Adapted{"attention_output", Split::row, s.hidden / tp, s.hidden},
+          Adapted{"mlp_up", Split::column, s.hidden, s.mlp_in_out},
+          Adapted{"mlp_down", Split::row, s.ffn, s.hidden}};
+}
+
 /// What torchtitan's per-op selective checkpointing runs again before a layer's backward
 /// (`_apply_op_sac` in `torchtitan/models/llama3/infra/parallelize.py`). Its policy saves the
 /// output of every matmul but every second one in the order the forward calls them, of the
@@ -572,9 +691,14 @@ double LayerContext::padded_vocab() const {
 
 std::vector<PassItem> layer_forward(const LayerContext& c) {
   const Shape s(c);
+  const auto linears = adapted_linears(s, c.tp);
   std::vector<PassItem> items;
+  auto adapter = [&](LinearModule m) {
+    if (adapts(c, m)) adapter_forward(items, c, s, linears[static_cast<size_t>(m)]);
+  };
   norm_forward(items, "attention_norm", s, c.eager_layers, norm_writes_fp8(c));
   column_forward(items, c, s, attention_projections(c, s));
+  adapter(LinearModule::qkv);
   if (c.eager_layers) {
     eager_rope(items, s, true);
     eager_repeat_kv(items, s, "repeat_kv");
@@ -584,12 +708,15 @@ std::vector<PassItem> layer_forward(const LayerContext& c) {
   linear_forward(items, c, "attention_output", Split::row, s.tokens, s.hidden, s.hidden / c.tp,
                  s.e);
   region_exit(items, c, s, true);
+  adapter(LinearModule::attention_output);
   items.push_back(kernel(residual("attention_residual", s)));
   norm_forward(items, "mlp_norm", s, c.eager_layers, norm_writes_fp8(c));
   column_forward(items, c, s, mlp_projections(c, s));
+  adapter(LinearModule::mlp_up);
   activation_forward(items, c, s);
   linear_forward(items, c, "mlp_down", Split::row, s.tokens, s.hidden, s.ffn, s.e);
   region_exit(items, c, s, true);
+  adapter(LinearModule::mlp_down);
   items.push_back(kernel(residual("mlp_residual", s)));
   return items;
 }
@@ -612,27 +739,43 @@ std::vector<PassItem> layer_backward(const LayerContext& c) {
   for (auto& item : items) {
     if (item.kind == PassItem::Kind::collective) item.name = "recompute_" + item.name;
   }
+  // A LoRA adapter's backward before its layer's, their input gradients summed after it.
+  const auto linears = adapted_linears(s, c.tp);
+  auto adapter = [&](LinearModule m) {
+    if (adapts(c, m)) adapter_backward(items, c, s, linears[static_cast<size_t>(m)]);
+  };
+  auto adapter_sum = [&](LinearModule m) {
+    if (adapts(c, m)) adapter_gradient_sum(items, c, s, linears[static_cast<size_t>(m)]);
+  };
   items.push_back(
       kernel(memory_bound("mlp_residual_backward", 2 * s.elementwise_tokens * s.hidden * s.e)));
+  adapter(LinearModule::mlp_down);
   region_exit(items, c, s, false, fp8_tensorwise(c));
   linear_backward(items, c, "mlp_down", Split::row, s.tokens, s.ffn, s.hidden, s.e);
+  adapter_sum(LinearModule::mlp_down);
   activation_backward(items, c, s);
+  adapter(LinearModule::mlp_up);
   column_backward(items, c, s, mlp_projections(c, s), "mlp_input_grad_sum");
   region_entry(items, c, s, false);
+  adapter_sum(LinearModule::mlp_up);
   norm_backward(items, "mlp_norm", s, c.eager_layers);
   items.push_back(kernel(
       memory_bound("attention_residual_backward", 2 * s.elementwise_tokens * s.hidden * s.e)));
+  adapter(LinearModule::attention_output);
   region_exit(items, c, s, false, fp8_tensorwise(c));
   linear_backward(items, c, "attention_output", Split::row, s.tokens, s.hidden / c.tp, s.hidden,
                   s.e);
+  adapter_sum(LinearModule::attention_output);
   if (c.eager_layers) eager_output_copy(items, s, "attention_output_contiguous_backward");
   attention_backward(items, c, s);
   if (c.eager_layers) {
     eager_repeat_kv(items, s, "repeat_kv_backward");
     eager_rope(items, s, false);
   }
+  adapter(LinearModule::qkv);
   column_backward(items, c, s, attention_projections(c, s), "attention_input_grad_sum");
   region_entry(items, c, s, false);
+  adapter_sum(LinearModule::qkv);
   norm_backward(items, "attention_norm", s, c.eager_layers);
   return items;
 }
@@ -718,7 +861,8 @@ std::vector<PassItem> head_backward(const LayerContext& c) {
   // The output layer is not a Transformer Engine module (Megatron-Core's ColumnParallelLinear;
   // torchtitan's float8 conversion skips `output`): it stays in the workload's precision.
   linear_backward(items, c, "output_head", Split::column, s.tokens, s.hidden, vocab, s.e, false);
-  items.back().embedding_wgrad = true;  // not FP8: linear_backward's last item is the wgrad
+  // Not FP8; linear_backward's last item is the wgrad, when there is one (not under LoRA).
+  if (!c.lora) items.back().embedding_wgrad = true;
   region_entry(items, c, s, false);
   norm_backward(items, "final_norm", s, c.eager_head);
   return items;
@@ -739,6 +883,22 @@ double layer_parameters(const TransformerSpec& m) {
       static_cast<double>(m.heads + 2 * m.kv_heads) * static_cast<double>(m.head_dim());
   const double mlp = static_cast<double>(m.ffn) * h * (m.mlp == MlpKind::swiglu ? 3 : 2);
   return h * qkv + h * h + mlp + 2 * h;
+}
+
+double adapter_parameters(const LayerContext& c) {
+  if (!c.lora) return 0;
+  const Shape s(c);
+  const auto linears = adapted_linears(s, c.tp);
+  double parameters = 0;
+  for (size_t m = 0; m < linears.size(); ++m) {
+    if (!c.lora->modules[m]) continue;
+    const Adapted& a = linears[m];
+    // Whole widths: a column layer's output and a row layer's input are split over tp.
+    const double in = a.split == Split::row ? a.in * c.tp : a.in;
+    const double out = a.split == Split::column ? a.out * c.tp : a.out;
+    parameters += c.lora->rank * (in + out);
+  }
+  return parameters / c.tp;
 }
 
 double embedding_parameters(const LayerContext& c) {

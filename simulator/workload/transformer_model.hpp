@@ -75,6 +75,14 @@ struct LayerContext {
   bool query_key_layer_scaling = false;
   /// Whether a pipeline stage sends 1/tp of its activation and the receiver all-gathers it.
   PipelineTransfer pipeline_transfer = PipelineTransfer::full;
+  /// LoRA (`workload.lora`): no linear layer computes a weight gradient (the model's weights are
+  /// frozen); adapters beside the modules it names.
+  std::optional<LoraSpec> lora;
+  /// Whether a column layer's adapter all-gathers its sequence-parallel input itself: when
+  /// Transformer Engine overlaps the layer's own gather (`tp_comm_overlap`), it cannot return
+  /// the gathered norm output, so Megatron-Bridge gathers it again
+  /// (`get_adapter_attributes_from_linear`).
+  bool lora_gathers_input = false;
 
   /// Tokens of one microbatch on this rank (its context-parallel share of the sequence).
   double tokens() const {
@@ -131,6 +139,9 @@ KernelWork zero_gradients(double parameters, double gradient_bytes);
 /// Parameters of one layer (whole, before tensor parallelism): attention and MLP weights and the
 /// two norms; biases are left out (under 0.1%).
 double layer_parameters(const TransformerSpec& model);
+/// Parameters of one layer's LoRA adapters on one rank: rank x (in + out) per adapted module,
+/// split over the tensor-parallel ranks.
+double adapter_parameters(const LayerContext& c);
 /// Parameters of the embedding table, and of an untied output head (as in Llama).
 double embedding_parameters(const LayerContext& c);
 /// Every parameter of the model: one table if tied (GPT), two if not.

@@ -415,6 +415,81 @@ TEST_CASE("NVFP4 layers: FP4 GEMMs, current scaling's casts at half a byte and a
   }
 }
 
+TEST_CASE("LoRA: frozen layers compute no weight gradient, rank-r adapters beside them") {
+  const double tokens = 64, h = 64, qkv = 192, ffn = 256, r = 8;
+  const LayerContext full = small_context(1);
+  LayerContext c = full;
+  c.lora = LoraSpec{};
+  c.lora->rank = static_cast<int>(r);
+  // A: in x r, B: r x out, for qkv (64 -> 192), the attention output (64 -> 64), the MLP's up
+  // (64 -> 256) and down (256 -> 64) projections.
+  const double adapters = r * ((h + qkv) + (h + h) + (h + ffn) + (ffn + h));
+  CHECK(adapter_parameters(c) == rel(adapters));
+  CHECK(adapter_parameters(full) == 0.0);
+  // Forward: the layer's GEMMs and each adapter's two (2 x tokens x its parameters); backward:
+  // the layer's dgrads alone (as much as its forward), the adapters' dgrads and wgrads.
+  const double layer_gemms = flops_of(layer_forward(full), KernelClass::gemm);
+  CHECK(flops_of(layer_forward(c), KernelClass::gemm) == rel(layer_gemms + 2 * tokens * adapters));
+  CHECK(flops_of(layer_backward(full), KernelClass::gemm) == rel(2 * layer_gemms));
+  CHECK(flops_of(layer_backward(c), KernelClass::gemm) == rel(layer_gemms + 4 * tokens * adapters));
+  CHECK(flops_of(layer_backward(c), KernelClass::attention) ==
+        rel(flops_of(layer_backward(full), KernelClass::attention)));
+  for (const auto& item : layer_backward(c)) {
+    const std::string& name = item.work.name;
+    if (name.size() > 6 && name.compare(name.size() - 6, 6, "_wgrad") == 0) {
+      CHECK(name.find("_lora_") != std::string::npos);
+    }
+  }
+  // The output layer is frozen too: its dgrad alone, and no weight gradient to defer.
+  CHECK(flops_of(head_backward(c), KernelClass::gemm) ==
+        rel(flops_of(head_forward(c), KernelClass::gemm)));
+  for (const auto& item : head_backward(c)) CHECK_FALSE(item.embedding_wgrad);
+  // Only the modules named get an adapter.
+  c.lora->modules = {true, false, false, false};
+  CHECK(adapter_parameters(c) == rel(r * (h + qkv)));
+  CHECK(flops_of(layer_forward(c), KernelClass::gemm) ==
+        rel(layer_gemms + 2 * tokens * r * (h + qkv)));
+  CHECK(index_of(layer_forward(c), "attention_output_lora_a") == layer_forward(c).size());
+
+  SUBCASE("FP8: a gradient's cast writes one copy and no transposed copies are made") {
+    c.fp8 = true;
+    const auto backward = layer_backward(c);
+    CHECK(bytes_named(backward, "_grad_quantize") == rel(tokens * (qkv + h + ffn + h) * (2 + 1)));
+    CHECK(bytes_named(backward, "_transpose") == 0.0);
+    CHECK(bytes_named(layer_forward(c), "mlp_down_quantize") == rel(tokens * ffn * (2 + 1)));
+  }
+  SUBCASE("tensor parallelism: adapters split the rank, gather and reduce as Megatron-Bridge's") {
+    c = small_context(2, true);
+    c.lora = LoraSpec{};
+    c.lora->rank = static_cast<int>(r);
+    c.lora->modules = {true, true, false, false};
+    CHECK(adapter_parameters(c) == rel(r * ((h + qkv) + (h + h)) / 2));
+    auto names = [](const std::vector<PassItem>& items) {
+      std::vector<std::pair<std::string, double>> out;
+      for (const PassItem* item : collectives_of(items)) {
+        if (item->name.rfind("lora_", 0) == 0) out.emplace_back(item->name, item->bytes);
+      }
+      return out;
+    };
+    using Calls = std::vector<std::pair<std::string, double>>;
+    const double x = tokens * h * 2, rank = tokens * r * 2;  // bytes of the input, of A's output
+    // The layer's gathered norm output feeds the qkv adapter; the attention output's adapter
+    // all-reduces A's output and all-gathers B's.
+    CHECK(names(layer_forward(c)) == Calls{{"lora_tp_all_gather_rank", rank},
+                                           {"lora_tp_all_reduce_rank", rank},
+                                           {"lora_tp_all_gather", x}});
+    CHECK(names(layer_backward(c)) == Calls{{"lora_tp_all_gather", x},
+                                            {"lora_tp_all_reduce_rank", rank},
+                                            {"lora_tp_all_reduce_rank", rank}});
+    // With the layer's own gather overlapped, the qkv adapter gathers its input again and
+    // reduce-scatters its input gradient.
+    c.lora_gathers_input = true;
+    CHECK(names(layer_forward(c)).front() == std::make_pair(std::string("lora_tp_all_gather"), x));
+    CHECK(names(layer_backward(c)).back() ==
+          std::make_pair(std::string("lora_tp_reduce_scatter"), x));
+  }
+}
+
 TEST_CASE("rowwise FP8 casts every GEMM operand from bf16 along the GEMM's axis (torchao)") {
   WorkloadSpec workload;
   workload.precision = Precision::bf16;
@@ -1830,6 +1905,12 @@ TEST_CASE("jobs of every schedule and data-parallel kind are consistent") {
        "parallelism.cp=2"},
       {"parallelism.gpus=12", "parallelism.tp=2", "parallelism.pp=3", "parallelism.dp=2",
        "parallelism.stage_layers=[1, 2, 1]"},
+      {"workload.lora.rank=8", "parallelism.sequence_parallel=true",
+       "parallelism.tp_comm_overlap=true"},
+      {"workload.lora.rank=8", "parallelism.data_parallel=fsdp"},
+      {"workload.lora.rank=8", "parallelism.data_parallel=zero1",
+       "parallelism.overlap_param_gather=true", "parallelism.schedule=interleaved",
+       "parallelism.virtual_stages=2"},
   };
   for (const auto& overrides : variants) {
     std::string label;
@@ -1880,6 +1961,37 @@ double dp_bytes(const Job& job, int rank, int* count) {
     }
   }
   return total;
+}
+
+TEST_CASE("LoRA trains the adapters alone: their gradients reduced, their optimizer state held") {
+  Scenario s;
+  const Job job = tiny_job({"workload.lora.rank=16"}, &s);
+  const LayerContext c = layer_context(s);
+  const double adapters = adapter_parameters(c);
+  // Whole widths: qkv 256 -> 768, the attention output 256 -> 256, the MLP 256 -> 1024 -> 256;
+  // each adapter split over tp 2.
+  CHECK(adapters == rel(16.0 * ((256 + 768) + (256 + 256) + (256 + 1024) + (1024 + 256)) / 2));
+  // Stage 0 of tp 2: its 2 layers' adapters, fp32 gradients, one bucket; no embedding gradient.
+  int count = 0;
+  CHECK(dp_bytes(job, 0, &count) == rel(2 * adapters * 4));
+  CHECK(count == 1);
+  const auto stages = split_layers(s.parallelism, c.model.layers);
+  for (bool forward : {true, false}) {
+    const auto units = pass_units(c, stages, forward, 0);
+    CHECK(units.size() == (forward ? 3u : 2u));  // the frozen embedding has no backward
+    CHECK(units.front().trainable == (forward ? 0.0 : adapters));
+    CHECK(units.back().trainable == adapters);
+    CHECK(units.back().parameters == rel(layer_parameters(c.model) / 2 + adapters));
+  }
+  // Memory: every weight, gradients and Adam's state of the adapters only.
+  const auto memory = estimate_memory(s);
+  const double weights =
+      2 * (layer_parameters(c.model) / 2 + adapters) + embedding_parameters(c) / 2;
+  CHECK(memory[0].weights == rel(weights * 2));
+  CHECK(memory[0].gradients == rel(2 * adapters * 4));
+  CHECK(memory[0].optimizer == rel(12 * 2 * adapters));
+  s.parallelism.defer_embedding_wgrad = true;
+  CHECK(deferred_embedding_wgrads(s) == 0);
 }
 
 TEST_CASE("smaller gradient buckets give more data-parallel all-reduces of the same total") {
