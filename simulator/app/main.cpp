@@ -78,10 +78,16 @@ int run_check(const Options& options) {
   const Scenario s = load_scenario(options.scenario, options.overrides);
   if (s.workload.kind == WorkloadKind::transformer) {
     const LayerContext c = layer_context(s);
+    // Under LoRA, what is trained: the adapters of every layer (whole, before tensor parallelism).
+    const std::string trained =
+        s.workload.lora ? fmt::format(" ({:.4g}M trained: LoRA adapters of rank {})",
+                                      adapter_parameters(c) * c.tp * c.model.layers / 1e6,
+                                      s.workload.lora->rank)
+                        : "";
     std::cout << fmt::format(
-        "model: {:.4g}B parameters, {} microbatches of {} per replica "
+        "model: {:.4g}B parameters{}, {} microbatches of {} per replica "
         "per step\n",
-        model_parameters(c) / 1e9, microbatches_per_replica(s), s.workload.microbatch);
+        model_parameters(c) / 1e9, trained, microbatches_per_replica(s), s.workload.microbatch);
     for (const MemoryEstimate& m : estimate_memory(s)) {
       std::cout << fmt::format("memory per GPU, pipeline stage {}: {} of {:.1f} GiB\n", m.stage,
                                m.str(), s.platform.gpu.memory_bytes / (1024.0 * 1024 * 1024));

@@ -139,6 +139,11 @@ same "provenance: an edited scenario has another hash" \
 tiny=workloads/scenarios/tiny-gpt-h100.yaml
 expect "check transformer" 0 "$prismsim" check "$tiny"
 same "memory per stage" 2 "$(grep -c '^memory per GPU, pipeline stage [01]: ' "$tmp/out")"
+# LoRA: the adapters are what is trained (tiny-gpt: 4 layers of rank 16 x (1024 + 512 + 1280 +
+# 1280) = 262,144 parameters).
+expect "check LoRA" 0 "$prismsim" check "$tiny" --set workload.lora.rank=16
+same "LoRA: trained parameters" 1 \
+  "$(grep -c '^model: .*B parameters (0.2621M trained: LoRA adapters of rank 16), ' "$tmp/out")"
 expect "trace run" 0 "$prismsim" run "$tiny" --out "$tmp/t" --trace "$tmp/t/trace.json" \
   --trace-ranks 0,5-6 --jobs 2
 same "trace: one process per rank" 3 "$(grep -c '"name":"process_name"' "$tmp/t/trace.json")"
