@@ -13,16 +13,6 @@ namespace {
 /// The host's time per step: up to an hour.
 constexpr ValueRange kHostStep{0, 3600, "0s", "1h"};
 
-/// "a, b or c".
-std::string alternatives(const std::vector<std::string>& names) {
-  std::string out;
-  for (size_t i = 0; i < names.size(); ++i) {
-    out += i == 0 ? "" : i + 1 == names.size() ? " or " : ", ";
-    out += names[i];
-  }
-  return out;
-}
-
 /// Reports `key` as a setting `framework` does not have, when it was written.
 void refuse(MapReader& p, std::string_view key, const std::string& why) {
   if (const ConfigNode* node = p.get(key, false)) p.diags().error(node->loc, why);

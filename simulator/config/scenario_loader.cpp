@@ -404,28 +404,26 @@ TransformerSpec read_model(MapReader& parent) {
 const std::vector<std::string> kLinearModuleNames = {"qkv", "attention_output", "mlp_up",
                                                      "mlp_down"};
 
-LoraSpec read_lora(MapReader& parent) {
+/// `workload.lora`, a map at `node`.
+LoraSpec read_lora(const ConfigNode& node, const std::string& path, Diagnostics& diags) {
   LoraSpec lora;
-  const ConfigNode* node = parent.map("lora", false);
-  if (!node) return lora;
-  MapReader r(*node, parent.path_of("lora"), parent.diags());
+  MapReader r(node, path, diags);
   assign(lora.rank, r.integer("rank", false, 1, 65536));
   if (const ConfigNode* list = r.list("modules", false)) {
     lora.modules = {};
+    const std::string names = alternatives(kLinearModuleNames, "and");
     for (const ConfigNode& item : list->items) {
       const auto it = std::find(kLinearModuleNames.begin(), kLinearModuleNames.end(), item.scalar);
       if (it == kLinearModuleNames.end()) {
-        r.diags().error(item.loc, fmt::format("'{}' has '{}'; the modules are qkv, "
-                                              "attention_output, mlp_up and mlp_down",
-                                              r.path_of("modules"), item.scalar));
+        diags.error(item.loc, fmt::format("'{}' has '{}'; the modules are {}", r.path_of("modules"),
+                                          item.scalar, names));
       } else {
         lora.modules[static_cast<size_t>(it - kLinearModuleNames.begin())] = true;
       }
     }
     if (list->items.empty()) {
-      r.diags().error(list->loc, fmt::format("'{}' must name at least one of qkv, "
-                                             "attention_output, mlp_up and mlp_down",
-                                             r.path_of("modules")));
+      diags.error(list->loc,
+                  fmt::format("'{}' must name at least one of {}", r.path_of("modules"), names));
     }
   }
   r.finish();
@@ -452,7 +450,9 @@ WorkloadSpec read_workload(const ConfigNode& node, Diagnostics& diags) {
     workload.layers = workload.model.layers;
     assign(workload.fp8_gemms, r.boolean("fp8_gemms", false));
     assign(workload.fp4_gemms, r.boolean("fp4_gemms", false));
-    if (r.get("lora", false)) workload.lora = read_lora(r);
+    if (const ConfigNode* lora = r.map("lora", false)) {
+      workload.lora = read_lora(*lora, r.path_of("lora"), diags);
+    }
     if (auto scaling = r.choice("fp8_scaling", false, {"delayed", "tensorwise", "rowwise"})) {
       workload.fp8_scaling = static_cast<Fp8Scaling>(*scaling);
     }

@@ -88,4 +88,13 @@ std::string closest_match(const std::string& word, const std::vector<std::string
   return best;
 }
 
+std::string alternatives(const std::vector<std::string>& names, const char* conjunction) {
+  std::string out;
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (i > 0) out += i + 1 == names.size() ? fmt::format(" {} ", conjunction) : ", ";
+    out += names[i];
+  }
+  return out;
+}
+
 }  // namespace prismsim

@@ -65,4 +65,7 @@ class Diagnostics {
 /// Returns the candidate closest to `word` by edit distance, or "" when none is close.
 std::string closest_match(const std::string& word, const std::vector<std::string>& candidates);
 
+/// The names as a list for a message: "a, b or c" (`conjunction` "and": "a, b and c").
+std::string alternatives(const std::vector<std::string>& names, const char* conjunction = "or");
+
 }  // namespace prismsim

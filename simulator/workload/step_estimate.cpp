@@ -92,11 +92,11 @@ StepEstimate::StepEstimate(const Scenario& s, const Topology& topology)
         sharded /= static_cast<double>(p.dp) * p.cp;
       }
     }
-    if (s.workload.model.tied_embeddings && !s.workload.lora && p.pp > 1 &&
+    const double embedding_gradient = trained_embedding_parameters(context) * gradient_bytes;
+    if (s.workload.model.tied_embeddings && embedding_gradient > 0 && p.pp > 1 &&
         (stage == 0 || stage == p.pp - 1)) {
       seconds += call_seconds({group({}, 0).front(), group({}, p.pp - 1).front()},
-                              CollectiveOp::all_reduce,
-                              embedding_parameters(context) / p.tp * gradient_bytes);
+                              CollectiveOp::all_reduce, embedding_gradient);
     }
     if (p.pp * p.dp > 1) {
       seconds += call_seconds(group({ParallelDim::pp, ParallelDim::dp}, stage),

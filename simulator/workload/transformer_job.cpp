@@ -118,6 +118,10 @@ int deferred_embedding_wgrads(const Scenario& s) {
                                      : std::min(microbatches, p.wgrad_deferral_limit);
 }
 
+double trained_embedding_parameters(const LayerContext& c) {
+  return c.lora ? 0.0 : embedding_parameters(c) / c.tp;
+}
+
 std::vector<PassUnit> pass_units(const LayerContext& c, const std::vector<StageLayers>& layers,
                                  bool forward, int vs) {
   std::vector<PassUnit> out;
@@ -133,8 +137,8 @@ std::vector<PassUnit> pass_units(const LayerContext& c, const std::vector<StageL
   // The unit's module code runs before its first item (`host.layer_launch`).
   // Trained: every weight, or under LoRA the layers' adapters alone.
   const double layer_trained = c.lora ? adapter_params : layer_params;
-  const double embedding_trained = c.lora ? 0.0 : embedding_params;
-  const double head_trained = c.lora ? 0.0 : head_params;
+  const double embedding_trained = trained_embedding_parameters(c);
+  const double head_trained = c.model.tied_embeddings && first ? 0.0 : embedding_trained;
   auto add = [&](std::vector<PassItem> items, double parameters, double trained,
                  int module_runs = 1) {
     if (!items.empty()) items.front().module_runs = module_runs;
@@ -858,10 +862,9 @@ std::shared_ptr<Program> TransformerJobBuilder::rank_program(int rank) {
     if (kind != DataParallelKind::ddp) optimizer_parameters /= dp->shard_ranks;
   }
   const auto& embedding = embedding_group_[static_cast<size_t>(rank)];
-  if (embedding && !context_.lora) {  // a frozen embedding has no gradient to sum
-    compute.push_back(collective(CollectiveOp::all_reduce,
-                                 embedding_parameters(context_) / p_.tp * gradient_bytes_,
-                                 *embedding));
+  const double embedding_gradient = trained_embedding_parameters(context_) * gradient_bytes_;
+  if (embedding && embedding_gradient > 0) {
+    compute.push_back(collective(CollectiveOp::all_reduce, embedding_gradient, *embedding));
   }
   if (const auto& norm = norm_group_[static_cast<size_t>(rank)]) {
     compute.push_back(collective(CollectiveOp::all_reduce, 8, *norm));

@@ -65,6 +65,9 @@ int microbatches_per_replica(const Scenario& scenario);
 /// Backward passes of the output layer whose weight gradients wait for the pipeline flush: the
 /// first `wgrad_deferral_limit` of them (0: all), none without `defer_embedding_wgrad`.
 int deferred_embedding_wgrads(const Scenario& scenario);
+/// The embedding table's parameters one rank trains: its tensor-parallel share, none under LoRA
+/// (frozen). A tied table's gradient, summed over the first and last stages, is that many.
+double trained_embedding_parameters(const LayerContext& context);
 
 /// Builds every rank's program for a transformer workload: its pipeline passes in schedule order
 /// with their kernels fused into segments, point-to-point transfers between stages,

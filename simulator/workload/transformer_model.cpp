@@ -529,7 +529,7 @@ void column_backward(std::vector<PassItem>& items, const LayerContext& c, const 
 // gathered, then split along the sequence under sequence parallelism. The adapter's autograd
 // nodes come after the layer's, so the backward runs them first.
 
-/// One adapted linear layer: its name, its input width on this rank and its output width.
+/// One adapted linear layer: its name, how it is split, its widths on this rank.
 struct Adapted {
   const char* name;
   Split split;
@@ -889,16 +889,17 @@ double adapter_parameters(const LayerContext& c) {
   if (!c.lora) return 0;
   const Shape s(c);
   const auto linears = adapted_linears(s, c.tp);
+  const double r = c.lora->rank;
   double parameters = 0;
   for (size_t m = 0; m < linears.size(); ++m) {
     if (!c.lora->modules[m]) continue;
+    // The rank's A and B, as adapter_forward's GEMMs use them: a column layer's A holds r / tp
+    // of the rank, a row layer's B out / tp of the output.
     const Adapted& a = linears[m];
-    // Whole widths: a column layer's output and a row layer's input are split over tp.
-    const double in = a.split == Split::row ? a.in * c.tp : a.in;
-    const double out = a.split == Split::column ? a.out * c.tp : a.out;
-    parameters += c.lora->rank * (in + out);
+    parameters +=
+        a.split == Split::column ? r / c.tp * a.in + r * a.out : r * a.in + r * a.out / c.tp;
   }
-  return parameters / c.tp;
+  return parameters;
 }
 
 double embedding_parameters(const LayerContext& c) {
