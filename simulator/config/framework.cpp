@@ -59,6 +59,7 @@ FrameworkPreset torchtitan() {
   f.chooses_reshard_after_forward = true;
   f.reshard_after_forward = true;  // "default": not pp_enabled
   f.reshard_after_forward_with_pp = false;
+  f.fsdp_buffer_copies = true;  // split_with_sizes_copy after each gather, chunk_cat before RS
   f.has_hsdp = true;
   f.has_tp_comm_overlap = true;            // async TP
   f.eager_elementwise = true;              // training.compile = false

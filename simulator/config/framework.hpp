@@ -30,6 +30,10 @@ struct FrameworkPreset {
   double bucket_elements = 0;
   double bucket_elements_per_rank = 0;
   bool fsdp_reduce_every_microbatch = true;
+  /// FSDP copies parameters out of the all-gather buffer and gradients into the reduce-scatter
+  /// buffer on the compute stream (PyTorch FSDP2's per-parameter sharding); false: parameters and
+  /// gradients are views of the communication buffers (Megatron-FSDP, ZeRO-3's flat partitions).
+  bool fsdp_buffer_copies = false;
   bool chooses_reshard_after_forward = false;  ///< FSDP2's reshard_after_forward is a choice
   bool reshard_after_forward = true;           ///< default without pipeline parallelism
   bool reshard_after_forward_with_pp = true;   ///< default with it

@@ -765,7 +765,9 @@ std::shared_ptr<Program> TransformerJobBuilder::rank_program(int rank) {
     const auto& pass_units = units(pass.forward, vs);
     if (fsdp) {
       // Each unit's weights are gathered just before use (the next gather overlaps this unit),
-      // and its gradients reduce-scattered after its backward, on two more streams.
+      // and its gradients reduce-scattered after its backward, on two more streams. FSDP2
+      // copies them out of and into its communication buffers on the compute stream.
+      const bool copies = framework_preset(p_.framework).fsdp_buffer_copies;
       const bool gathers =
           pass.forward ? !keep_gathered || i == first_forward[chunk] : p_.reshard_after_forward;
       const bool reduces =
@@ -784,10 +786,23 @@ std::shared_ptr<Program> TransformerJobBuilder::rank_program(int rank) {
           gather.push_back(ops::Record{gathered});
           compute.push_back(ops::Wait{gathered});
           compute.push_back(ops::Record{started});
+          if (copies && unit_elements > 0) {
+            emit(compute,
+                 {single_kernel_segment("fsdp copy",
+                                        fsdp_gather_copy_out(unit_elements, element_bytes_))},
+                 groups, pass.microbatch);
+          }
         }
         emit(compute, templates(pass.forward, vs, u, u + 1, groups, defer_wgrad), groups,
              pass.microbatch, &ref);
         if (reduces) {
+          if (copies && unit_gradients > 0) {
+            emit(compute,
+                 {single_kernel_segment(
+                     "fsdp copy",
+                     fsdp_reduce_copy_in(unit_gradients, element_bytes_, gradient_bytes_))},
+                 groups, pass.microbatch);
+          }
           const EventId ready = program->add_event();
           compute.push_back(ops::Record{ready});
           auto& reduce = program->streams[2];

@@ -877,6 +877,16 @@ KernelWork zero_gradients(double parameters, double gradient_bytes) {
   return memory_bound("zero_gradients", gradient_bytes * parameters, KernelClass::optimizer);
 }
 
+KernelWork fsdp_gather_copy_out(double parameters, double model_bytes) {
+  return memory_bound("fsdp_gather_copy_out", 2 * model_bytes * parameters,
+                      KernelClass::elementwise);
+}
+
+KernelWork fsdp_reduce_copy_in(double parameters, double model_bytes, double gradient_bytes) {
+  return memory_bound("fsdp_reduce_copy_in", (model_bytes + gradient_bytes) * parameters,
+                      KernelClass::elementwise);
+}
+
 double layer_parameters(const TransformerSpec& m) {
   const double h = static_cast<double>(m.hidden);
   const double qkv =

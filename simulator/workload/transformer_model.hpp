@@ -135,6 +135,12 @@ std::vector<PassItem> head_backward(const LayerContext& c);
 KernelWork optimizer_step(double parameters, double gradient_bytes, double model_bytes);
 /// Zeroing the gradient buffer of `parameters` before the next step.
 KernelWork zero_gradients(double parameters, double gradient_bytes);
+/// PyTorch FSDP2's copies between its communication buffers and the parameters, on the compute
+/// stream: after an all-gather, every gathered parameter read from the buffer and written to its
+/// own tensor (`split_with_sizes_copy`); before a reduce-scatter, every unsharded gradient read in
+/// the model's precision and written into the buffer in the reduction's (`chunk_cat`).
+KernelWork fsdp_gather_copy_out(double parameters, double model_bytes);
+KernelWork fsdp_reduce_copy_in(double parameters, double model_bytes, double gradient_bytes);
 
 /// Parameters of one layer (whole, before tensor parallelism): attention and MLP weights and the
 /// two norms; biases are left out (under 0.1%).

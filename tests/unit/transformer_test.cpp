@@ -1994,6 +1994,72 @@ TEST_CASE("LoRA trains the adapters alone: their gradients reduced, their optimi
   CHECK(deferred_embedding_wgrads(s) == 0);
 }
 
+TEST_CASE(
+    "FSDP2 copies out of its gather buffer and into its reduce buffer, Megatron-FSDP does not") {
+  // torchtitan on 4 GPUs, FSDP over 4: 4 microbatches a replica; 6 units a forward (embedding, 4
+  // layers, head) and 6 a backward, each gathered again in the backward (reshard_after_forward)
+  // and reduce-scattered every microbatch.
+  const std::vector<std::string> layout = {"parallelism.gpus=4", "parallelism.tp=1",
+                                           "parallelism.pp=1", "parallelism.dp=4",
+                                           "parallelism.data_parallel=fsdp"};
+  auto with = [&](const std::string& framework) {
+    auto overrides = layout;
+    overrides.push_back("parallelism.framework=" + framework);
+    return overrides;
+  };
+  Scenario s;
+  const Job job = tiny_job(with("torchtitan"), &s);
+  const LayerContext c = layer_context(s);
+  const GpuSpec& gpu = s.platform.gpu;
+  const auto stages = split_layers(s.parallelism, c.model.layers);
+  // By hand: a gathered unit's bf16 weights read from the buffer and written out (2 + 2 bytes
+  // each); its gradients read in bf16 and written in fp32 (torchtitan reduces in fp32).
+  double copy_out_s = 0, copy_in_s = 0;
+  for (bool forward : {true, false}) {
+    for (const PassUnit& unit : pass_units(c, stages, forward, 0)) {
+      const double out =
+          kernel_seconds(memory_bound("by hand", 4 * unit.parameters), gpu, Precision::bf16);
+      copy_out_s += 4 * out;
+      if (!forward) {
+        copy_in_s +=
+            4 * kernel_seconds(memory_bound("by hand", 6 * unit.trainable), gpu, Precision::bf16);
+      }
+    }
+  }
+  // On the compute stream (0); a gradient copy is recorded at once for the reduce-scatter.
+  auto copies = [](const Job& j, const std::string& kernel, int* count) {
+    double seconds = 0;
+    *count = 0;
+    const auto& compute = j.program_of_rank[0]->streams[0];
+    for (size_t i = 0; i < compute.size(); ++i) {
+      const auto* run = std::get_if<ops::RunSegment>(&compute[i]);
+      if (run == nullptr) continue;
+      const Segment& segment = j.segments[run->segment];
+      for (const Kernel& k : segment.kernels) {
+        if (k.name != kernel) continue;
+        CHECK(segment.name == "fsdp copy");
+        if (kernel == "fsdp_reduce_copy_in") {
+          CHECK(std::holds_alternative<ops::Record>(compute.at(i + 1)));
+        }
+        seconds += k.seconds;
+        ++*count;
+      }
+    }
+    return seconds;
+  };
+  int count = 0;
+  CHECK(copies(job, "fsdp_gather_copy_out", &count) == rel(copy_out_s));
+  CHECK(count == 4 * 12);
+  CHECK(copies(job, "fsdp_reduce_copy_in", &count) == rel(copy_in_s));
+  CHECK(count == 4 * 6);
+  // Megatron-FSDP's parameters and gradients are views of its buffers: no copies.
+  const Job megatron = tiny_job(with("megatron-lm"));
+  CHECK(copies(megatron, "fsdp_gather_copy_out", &count) == 0);
+  CHECK(count == 0);
+  CHECK(copies(megatron, "fsdp_reduce_copy_in", &count) == 0);
+  CHECK(count == 0);
+}
+
 TEST_CASE("smaller gradient buckets give more data-parallel all-reduces of the same total") {
   // DeepSpeed buckets gradients whether or not it overlaps their reduction, and reduces them in
   // the workload's precision.
