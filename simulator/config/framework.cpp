@@ -61,6 +61,7 @@ FrameworkPreset torchtitan() {
   f.reshard_after_forward_with_pp = false;
   f.fsdp_buffer_copies = true;  // split_with_sizes_copy after each gather, chunk_cat before RS
   f.has_hsdp = true;
+  f.has_fsdp_float8_all_gather = true;     // float8.enable_fsdp_float8_all_gather
   f.has_tp_comm_overlap = true;            // async TP
   f.eager_elementwise = true;              // training.compile = false
   f.fused_projections = false;             // models/llama3 Attention and FeedForward

@@ -38,6 +38,8 @@ struct FrameworkPreset {
   bool reshard_after_forward = true;           ///< default without pipeline parallelism
   bool reshard_after_forward_with_pp = true;   ///< default with it
   bool has_hsdp = false;
+  /// FSDP all-gathers FP8 linear layers' weights in FP8 (torchao's float8 with FSDP2).
+  bool has_fsdp_float8_all_gather = false;
   bool has_tp_comm_overlap = false;
   /// Column layers reduce their input gradient while computing their weight gradient
   /// (`overlap_dgrad_reduce`); a framework without it cannot be told to.

@@ -81,11 +81,13 @@ void read_framework_mechanics(MapReader& p, Scenario& s) {
 
   par.reshard_after_forward =
       s.parallelism.pp > 1 ? f.reshard_after_forward_with_pp : f.reshard_after_forward;
+  // A key of FSDP's given without it: refused. True when FSDP runs.
+  auto fsdp_key = [&](std::string_view key) {
+    if (!fsdp) refuse(p, key, fmt::format("'{}' applies to data_parallel fsdp", p.path_of(key)));
+    return fsdp;
+  };
   assign(par.reshard_after_forward, p.boolean("reshard_after_forward", false));
-  if (!fsdp) {
-    refuse(p, "reshard_after_forward",
-           fmt::format("'{}' applies to data_parallel fsdp", p.path_of("reshard_after_forward")));
-  } else if (!f.chooses_reshard_after_forward) {
+  if (fsdp_key("reshard_after_forward") && !f.chooses_reshard_after_forward) {
     refuse(p, "reshard_after_forward",
            fmt::format("{} always frees gathered parameters after the forward pass; "
                        "reshard_after_forward is FSDP2's (framework: torchtitan)",
@@ -93,9 +95,8 @@ void read_framework_mechanics(MapReader& p, Scenario& s) {
   }
 
   assign(par.fsdp_replicas, p.integer("fsdp_replicas", false, 1, 1 << 20));
-  if (!fsdp) {
-    refuse(p, "fsdp_replicas",
-           fmt::format("'{}' applies to data_parallel fsdp", p.path_of("fsdp_replicas")));
+  if (!fsdp_key("fsdp_replicas")) {
+    // refused above
   } else if (!f.has_hsdp) {
     refuse(p, "fsdp_replicas",
            fmt::format("{} has no hybrid sharding (HSDP); fsdp_replicas is torchtitan's "
@@ -105,6 +106,25 @@ void read_framework_mechanics(MapReader& p, Scenario& s) {
     refuse(p, "fsdp_replicas",
            fmt::format("'{}' {} does not divide dp {}", p.path_of("fsdp_replicas"),
                        par.fsdp_replicas, par.dp));
+  }
+
+  assign(par.fsdp_float8_all_gather, p.boolean("fsdp_float8_all_gather", false));
+  if (!fsdp_key("fsdp_float8_all_gather")) {
+    // refused above
+  } else if (!f.has_fsdp_float8_all_gather) {
+    refuse(p, "fsdp_float8_all_gather",
+           fmt::format("{} gathers parameters in their precision; fsdp_float8_all_gather is "
+                       "torchao's float8 with FSDP2 (framework: torchtitan)",
+                       framework));
+  } else if (par.fsdp_float8_all_gather && !s.workload.fp8_gemms) {
+    refuse(p, "fsdp_float8_all_gather",
+           "FP8 all-gathers gather the weights of FP8 linear layers: they need "
+           "'workload.fp8_gemms: true'");
+  } else if (par.fsdp_float8_all_gather &&
+             s.workload.fp8_scaling.value_or(f.fp8_scaling) != Fp8Scaling::tensorwise) {
+    refuse(p, "fsdp_float8_all_gather",
+           "torchao gathers FP8 weights with one scale per tensor only: "
+           "fsdp_float8_all_gather needs fp8_scaling tensorwise, not rowwise");
   }
 
   const Precision precision = s.workload.precision;

@@ -323,6 +323,9 @@ struct ParallelismSpec {
   /// FSDP: replicas of the sharded model (HSDP): parameters are sharded over dp / replicas ranks
   /// and gradients all-reduced across the replicas after their reduce-scatter.
   int fsdp_replicas = 1;
+  /// FSDP (torchtitan): the weights of the FP8 linear layers all-gathered in FP8 (torchao's
+  /// enable_fsdp_float8_all_gather), their scales from one amax over the shards a step.
+  bool fsdp_float8_all_gather = false;
   /// Precision in which gradients are reduced (Megatron reduces bf16 gradients in fp32 by
   /// default; torchtitan too).
   Precision gradient_reduce_precision = Precision::bf16;

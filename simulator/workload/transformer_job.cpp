@@ -139,14 +139,18 @@ std::vector<PassUnit> pass_units(const LayerContext& c, const std::vector<StageL
   const double layer_trained = c.lora ? adapter_params : layer_params;
   const double embedding_trained = trained_embedding_parameters(c);
   const double head_trained = c.model.tied_embeddings && first ? 0.0 : embedding_trained;
+  // The layer's projections, without its two norms.
+  const double layer_linears = (layer_parameters(c.model) - 2.0 * c.model.hidden) / c.tp;
   auto add = [&](std::vector<PassItem> items, double parameters, double trained,
-                 int module_runs = 1) {
+                 int module_runs = 1, double linears = 0) {
     if (!items.empty()) items.front().module_runs = module_runs;
-    out.push_back({std::move(items), parameters, trained});
+    out.push_back({std::move(items), parameters, trained, linears});
   };
   if (forward) {
     if (first) add(embedding_forward(c), embedding_params, embedding_trained);
-    for (int l = 0; l < count; ++l) add(layer_forward(c), layer_params, layer_trained);
+    for (int l = 0; l < count; ++l) {
+      add(layer_forward(c), layer_params, layer_trained, 1, layer_linears);
+    }
     if (last) add(head_forward(c), head_params, head_trained);
   } else {
     if (last) add(head_backward(c), head_params, head_trained);
@@ -163,7 +167,7 @@ std::vector<PassUnit> pass_units(const LayerContext& c, const std::vector<StageL
     for (int l = 0; l < count; ++l) {
       const bool recomputes = l < recomputed;
       add(layer_backward(recomputes ? c : kept), layer_params, layer_trained,
-          recomputes ? layer_runs : 1);
+          recomputes ? layer_runs : 1, layer_linears);
     }
     // A frozen embedding has no backward: nothing before it needs a gradient.
     if (first && !c.lora) add(embedding_backward(c), embedding_params, embedding_trained);
@@ -680,9 +684,13 @@ std::shared_ptr<Program> TransformerJobBuilder::rank_program(int rank) {
     }
   };
   double rank_trained = 0;  // this rank's trained parameters: gradients, optimizer, gathers
+  double rank_linear_weights = 0;
+  int rank_layers = 0;
   for (int c = 0; c < v; ++c) {
     for (const PassUnit& unit : units(true, virtual_stage(c, stage, pp))) {
       rank_trained += unit.trainable;
+      rank_linear_weights += unit.linear_weights;
+      rank_layers += unit.linear_weights > 0;
     }
   }
 
@@ -773,23 +781,23 @@ std::shared_ptr<Program> TransformerJobBuilder::rank_program(int rank) {
       const bool reduces =
           !pass.forward && (p_.reduce_every_microbatch || i == last_backward[chunk]);
       for (size_t u = 0; u < pass_units.size(); ++u) {
-        const double unit_elements = pass_units[u].parameters;
         const double unit_gradients = pass_units[u].trainable;
+        // torchao's float8 gathers its linear layers' weights in FP8, a byte each.
+        const double fp8_weights = p_.fsdp_float8_all_gather ? pass_units[u].linear_weights : 0;
+        const double unit_bytes =
+            (pass_units[u].parameters - fp8_weights) * element_bytes_ + fp8_weights;
         if (gathers) {
           const EventId gathered = program->add_event();
           const EventId started = program->add_event();
           auto& gather = program->streams[1];
           if (previous_started) gather.push_back(ops::Wait{*previous_started});
           previous_started = started;
-          gather.push_back(
-              collective(CollectiveOp::all_gather, unit_elements * element_bytes_, dp->gather));
+          gather.push_back(collective(CollectiveOp::all_gather, unit_bytes, dp->gather));
           gather.push_back(ops::Record{gathered});
           compute.push_back(ops::Wait{gathered});
           compute.push_back(ops::Record{started});
-          if (copies && unit_elements > 0) {
-            emit(compute,
-                 {single_kernel_segment("fsdp copy",
-                                        fsdp_gather_copy_out(unit_elements, element_bytes_))},
+          if (copies && unit_bytes > 0) {
+            emit(compute, {single_kernel_segment("fsdp copy", fsdp_gather_copy_out(unit_bytes))},
                  groups, pass.microbatch);
           }
         }
@@ -889,6 +897,17 @@ std::shared_ptr<Program> TransformerJobBuilder::rank_program(int rank) {
             "optimizer", optimizer_step(optimizer_parameters, gradient_bytes_, element_bytes_)),
         single_kernel_segment("optimizer", zero_gradients(rank_trained, gradient_bytes_))},
        groups, -1);
+  if (fsdp && p_.fsdp_float8_all_gather) {
+    // torchtitan's precompute_float8_dynamic_scale_for_fsdp: the amax of every FP8 linear's
+    // shard, then one all-reduce (max) of them over the shard group, for the next step's gathers.
+    emit(compute,
+         {single_kernel_segment("optimizer",
+                                float8_weight_amax(rank_linear_weights / dp->shard_ranks))},
+         groups, -1);
+    compute.push_back(collective(CollectiveOp::all_reduce,
+                                 4.0 * rank_layers * linear_layers_per_layer(context_),
+                                 dp->gather));
+  }
   if (dp && (kind == DataParallelKind::zero1 || zero2) && !gather_ahead) {
     // Every replica needs the updated parameters of every shard.
     compute.push_back(

@@ -46,6 +46,9 @@ struct PassUnit {
   /// Of those, the ones trained (gradients, their reduction, the optimizer): all, or under LoRA
   /// the adapters' alone.
   double trainable = 0;
+  /// Of those, the weights of its linear layers (the layers' projections; not the norms, the
+  /// embedding or the output layer): what torchao's float8 all-gathers in FP8.
+  double linear_weights = 0;
 };
 
 /// The units of a forward or backward pass of virtual stage `vs`, in execution order: the

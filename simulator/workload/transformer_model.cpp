@@ -877,9 +877,18 @@ KernelWork zero_gradients(double parameters, double gradient_bytes) {
   return memory_bound("zero_gradients", gradient_bytes * parameters, KernelClass::optimizer);
 }
 
-KernelWork fsdp_gather_copy_out(double parameters, double model_bytes) {
-  return memory_bound("fsdp_gather_copy_out", 2 * model_bytes * parameters,
-                      KernelClass::elementwise);
+KernelWork fsdp_gather_copy_out(double gathered_bytes) {
+  return memory_bound("fsdp_gather_copy_out", 2 * gathered_bytes, KernelClass::elementwise);
+}
+
+KernelWork float8_weight_amax(double fp32_weights) {
+  return memory_bound("float8_weight_amax", 4 * fp32_weights, KernelClass::optimizer);
+}
+
+int linear_layers_per_layer(const LayerContext& c) {
+  const Shape s(c);
+  // The attention's input projections and its output; the MLP's input projections and its down.
+  return static_cast<int>(attention_projections(c, s).size() + mlp_projections(c, s).size()) + 2;
 }
 
 KernelWork fsdp_reduce_copy_in(double parameters, double model_bytes, double gradient_bytes) {

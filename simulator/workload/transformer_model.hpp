@@ -139,8 +139,14 @@ KernelWork zero_gradients(double parameters, double gradient_bytes);
 /// stream: after an all-gather, every gathered parameter read from the buffer and written to its
 /// own tensor (`split_with_sizes_copy`); before a reduce-scatter, every unsharded gradient read in
 /// the model's precision and written into the buffer in the reduction's (`chunk_cat`).
-KernelWork fsdp_gather_copy_out(double parameters, double model_bytes);
+KernelWork fsdp_gather_copy_out(double gathered_bytes);
 KernelWork fsdp_reduce_copy_in(double parameters, double model_bytes, double gradient_bytes);
+
+/// torchao's precompute_float8_dynamic_scale_for_fsdp: the amax of every FP8 linear layer's
+/// sharded fp32 weight (`fp32_weights` of them on the rank), read once after the optimizer step.
+KernelWork float8_weight_amax(double fp32_weights);
+/// Linear layers (modules, each a GEMM of its own in the forward) of one transformer layer.
+int linear_layers_per_layer(const LayerContext& c);
 
 /// Parameters of one layer (whole, before tensor parallelism): attention and MLP weights and the
 /// two norms; biases are left out (under 0.1%).

@@ -1908,6 +1908,8 @@ TEST_CASE("jobs of every schedule and data-parallel kind are consistent") {
       {"workload.lora.rank=8", "parallelism.sequence_parallel=true",
        "parallelism.tp_comm_overlap=true"},
       {"workload.lora.rank=8", "parallelism.data_parallel=fsdp"},
+      {"parallelism.framework=torchtitan", "workload.fp8_gemms=true",
+       "parallelism.fsdp_float8_all_gather=true"},
       {"workload.lora.rank=8", "parallelism.data_parallel=zero1",
        "parallelism.overlap_param_gather=true", "parallelism.schedule=interleaved",
        "parallelism.virtual_stages=2"},
@@ -2058,6 +2060,67 @@ TEST_CASE(
   CHECK(count == 0);
   CHECK(copies(megatron, "fsdp_reduce_copy_in", &count) == 0);
   CHECK(count == 0);
+}
+
+TEST_CASE(
+    "torchao's float8 all-gather: FP8 linear weights gathered at a byte each, amax after Adam") {
+  // torchtitan, FSDP over 4, FP8 linears; tiny-gpt's layer: q, k, v and the output 256 x 256,
+  // the MLP 256 x 1024 and back (GELU): 6 linear layers, 786,432 weights, and two norms of 256
+  // weights each; the embedding and the output layer 1,024 x 256 each, in bf16.
+  const std::vector<std::string> overrides = {"parallelism.gpus=4",
+                                              "parallelism.tp=1",
+                                              "parallelism.pp=1",
+                                              "parallelism.dp=4",
+                                              "parallelism.framework=torchtitan",
+                                              "workload.fp8_gemms=true"};
+  auto gathers = [](const Job& job, double* amax_reduce) {
+    double bytes = 0;
+    *amax_reduce = 0;
+    const Program& program = *job.program_of_rank[0];
+    for (const Op& op : program.streams[1]) {
+      if (const auto* call = std::get_if<ops::Collective>(&op)) bytes += call->bytes;
+    }
+    for (const Op& op : program.streams[0]) {
+      const auto* call = std::get_if<ops::Collective>(&op);
+      if (call != nullptr && job.groups[call->group].name == "dp_gather") {
+        *amax_reduce += call->bytes;
+      }
+    }
+    return bytes;
+  };
+  auto amax_seconds = [](const Job& job) {
+    double seconds = 0;
+    for (const Op& op : job.program_of_rank[0]->streams[0]) {
+      const auto* run = std::get_if<ops::RunSegment>(&op);
+      if (run == nullptr) continue;
+      for (const Kernel& k : job.segments[run->segment].kernels) {
+        if (k.name == "float8_weight_amax") seconds += k.seconds;
+      }
+    }
+    return seconds;
+  };
+  const double linears = 4 * 256.0 * 256 + 2 * 256.0 * 1024;
+  const double norms = 2 * 256.0;
+  const double embedding = 1024.0 * 256;
+  // Per microbatch: each layer gathered for its forward and again for its backward, the
+  // embedding and the output layer likewise; 4 microbatches a replica.
+  auto expected = [&](double linear_bytes) {
+    return 4 * 2 * (4 * (linears * linear_bytes + norms * 2) + 2 * embedding * 2);
+  };
+  double amax_reduce = 0;
+  const Job bf16 = tiny_job(overrides);
+  CHECK(gathers(bf16, &amax_reduce) == rel(expected(2)));
+  CHECK(amax_reduce == 0);
+  CHECK(amax_seconds(bf16) == 0);
+  auto with = overrides;
+  with.push_back("parallelism.fsdp_float8_all_gather=true");
+  Scenario s;
+  const Job fp8 = tiny_job(with, &s);
+  CHECK(gathers(fp8, &amax_reduce) == rel(expected(1)));
+  // One all-reduce of every linear layer's amax (4 layers x 6, fp32); its shard read once.
+  CHECK(amax_reduce == 4 * 4 * 6);
+  CHECK(amax_seconds(fp8) == rel(kernel_seconds(memory_bound("by hand", 4 * 4 * linears / 4),
+                                                s.platform.gpu, Precision::bf16)));
 }
 
 TEST_CASE("smaller gradient buckets give more data-parallel all-reduces of the same total") {
