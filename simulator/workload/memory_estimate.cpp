@@ -85,7 +85,7 @@ std::vector<MemoryEstimate> estimate_memory(const Scenario& scenario) {
     MemoryEstimate m;
     m.stage = stage;
     double params = 0, trained = 0;
-    double largest_unit = 0, largest_trained = 0;
+    double gathered_bytes = 0, largest_gathered = 0, largest_trained = 0;
     std::vector<double> chunk_bytes;  // activations a forward of each chunk holds
     for (int chunk = 0; chunk < v; ++chunk) {
       const int vs = virtual_stage(chunk, stage, p.pp);
@@ -94,7 +94,11 @@ std::vector<MemoryEstimate> estimate_memory(const Scenario& scenario) {
       for (const PassUnit& unit : pass_units(c, layers, true, vs)) {
         params += unit.parameters;
         trained += unit.trainable;
-        largest_unit = std::max(largest_unit, unit.parameters);
+        // Gathered, torchao's FP8 all-gather holds the linear layers' weights at a byte each.
+        const double fp8 = fsdp && p.fsdp_float8_all_gather ? unit.linear_weights : 0;
+        const double unit_bytes = (unit.parameters - fp8) * e + fp8;
+        gathered_bytes += unit_bytes;
+        largest_gathered = std::max(largest_gathered, unit_bytes);
         largest_trained = std::max(largest_trained, unit.trainable);
       }
       const int count = layers[static_cast<size_t>(vs)].count;
@@ -103,8 +107,8 @@ std::vector<MemoryEstimate> estimate_memory(const Scenario& scenario) {
     }
     // FSDP holds its shard plus the gathered units in use (two: one computing, one prefetched);
     // without resharding after the forward pass, every unit's gathered weights until backward.
-    const double gathered = p.reshard_after_forward ? 2 * largest_unit : params;
-    m.weights = fsdp ? params / shards * e + gathered * e : params * e;
+    const double gathered = p.reshard_after_forward ? 2 * largest_gathered : gathered_bytes;
+    m.weights = fsdp ? params / shards * e + gathered : params * e;
     // ZeRO-2 and FSDP keep the gradient shard plus the unit being reduced.
     const bool sharded_gradients = fsdp || p.data_parallel == DataParallelKind::zero2;
     // Gradients and optimizer state for the trained weights alone (under LoRA, the adapters').

@@ -2121,6 +2121,11 @@ TEST_CASE(
   CHECK(amax_reduce == 4 * 4 * 6);
   CHECK(amax_seconds(fp8) == rel(kernel_seconds(memory_bound("by hand", 4 * 4 * linears / 4),
                                                 s.platform.gpu, Precision::bf16)));
+  // Memory: the bf16 shard and two gathered layers, whose linear weights take a byte each.
+  const double params = 4 * (linears + norms) + 2 * embedding;
+  CHECK(estimate_memory(s)[0].weights == rel(params / 4 * 2 + 2 * (linears + norms * 2)));
+  s.parallelism.fsdp_float8_all_gather = false;
+  CHECK(estimate_memory(s)[0].weights == rel(params / 4 * 2 + 2 * (linears + norms) * 2));
 }
 
 TEST_CASE("smaller gradient buckets give more data-parallel all-reduces of the same total") {
