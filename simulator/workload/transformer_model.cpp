@@ -881,6 +881,11 @@ KernelWork fsdp_gather_copy_out(double gathered_bytes) {
   return memory_bound("fsdp_gather_copy_out", 2 * gathered_bytes, KernelClass::elementwise);
 }
 
+KernelWork fsdp_reduce_copy_in(double parameters, double model_bytes, double gradient_bytes) {
+  return memory_bound("fsdp_reduce_copy_in", (model_bytes + gradient_bytes) * parameters,
+                      KernelClass::elementwise);
+}
+
 KernelWork float8_weight_amax(double fp32_weights) {
   return memory_bound("float8_weight_amax", 4 * fp32_weights, KernelClass::optimizer);
 }
@@ -889,11 +894,6 @@ int linear_layers_per_layer(const LayerContext& c) {
   const Shape s(c);
   // The attention's input projections and its output; the MLP's input projections and its down.
   return static_cast<int>(attention_projections(c, s).size() + mlp_projections(c, s).size()) + 2;
-}
-
-KernelWork fsdp_reduce_copy_in(double parameters, double model_bytes, double gradient_bytes) {
-  return memory_bound("fsdp_reduce_copy_in", (model_bytes + gradient_bytes) * parameters,
-                      KernelClass::elementwise);
 }
 
 double layer_parameters(const TransformerSpec& m) {
