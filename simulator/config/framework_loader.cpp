@@ -95,36 +95,37 @@ void read_framework_mechanics(MapReader& p, Scenario& s) {
   }
 
   assign(par.fsdp_replicas, p.integer("fsdp_replicas", false, 1, 1 << 20));
-  if (!fsdp_key("fsdp_replicas")) {
-    // refused above
-  } else if (!f.has_hsdp) {
-    refuse(p, "fsdp_replicas",
-           fmt::format("{} has no hybrid sharding (HSDP); fsdp_replicas is torchtitan's "
-                       "data_parallel_replicate_degree (framework: torchtitan)",
-                       framework));
-  } else if (par.dp % par.fsdp_replicas != 0) {
-    refuse(p, "fsdp_replicas",
-           fmt::format("'{}' {} does not divide dp {}", p.path_of("fsdp_replicas"),
-                       par.fsdp_replicas, par.dp));
+  if (fsdp_key("fsdp_replicas")) {
+    if (!f.has_hsdp) {
+      refuse(p, "fsdp_replicas",
+             fmt::format("{} has no hybrid sharding (HSDP); fsdp_replicas is torchtitan's "
+                         "data_parallel_replicate_degree (framework: torchtitan)",
+                         framework));
+    } else if (par.dp % par.fsdp_replicas != 0) {
+      refuse(p, "fsdp_replicas",
+             fmt::format("'{}' {} does not divide dp {}", p.path_of("fsdp_replicas"),
+                         par.fsdp_replicas, par.dp));
+    }
   }
 
   assign(par.fsdp_float8_all_gather, p.boolean("fsdp_float8_all_gather", false));
-  if (!fsdp_key("fsdp_float8_all_gather")) {
-    // refused above
-  } else if (!f.has_fsdp_float8_all_gather) {
-    refuse(p, "fsdp_float8_all_gather",
-           fmt::format("{} gathers parameters in their precision; fsdp_float8_all_gather is "
-                       "torchao's float8 with FSDP2 (framework: torchtitan)",
-                       framework));
-  } else if (par.fsdp_float8_all_gather && !s.workload.fp8_gemms) {
-    refuse(p, "fsdp_float8_all_gather",
-           "FP8 all-gathers gather the weights of FP8 linear layers: they need "
-           "'workload.fp8_gemms: true'");
-  } else if (par.fsdp_float8_all_gather &&
-             s.workload.fp8_scaling.value_or(f.fp8_scaling) != Fp8Scaling::tensorwise) {
-    refuse(p, "fsdp_float8_all_gather",
-           "torchao gathers FP8 weights with one scale per tensor only: "
-           "fsdp_float8_all_gather needs fp8_scaling tensorwise, not rowwise");
+  if (fsdp_key("fsdp_float8_all_gather")) {
+    const bool fp8_gather = par.fsdp_float8_all_gather;
+    if (!f.has_fsdp_float8_all_gather) {
+      refuse(p, "fsdp_float8_all_gather",
+             fmt::format("{} gathers parameters in their precision; fsdp_float8_all_gather is "
+                         "torchao's float8 with FSDP2 (framework: torchtitan)",
+                         framework));
+    } else if (fp8_gather && !s.workload.fp8_gemms) {
+      refuse(p, "fsdp_float8_all_gather",
+             "FP8 all-gathers gather the weights of FP8 linear layers: they need "
+             "'workload.fp8_gemms: true'");
+    } else if (fp8_gather &&
+               s.workload.fp8_scaling.value_or(f.fp8_scaling) != Fp8Scaling::tensorwise) {
+      refuse(p, "fsdp_float8_all_gather",
+             "torchao gathers FP8 weights with one scale per tensor only: "
+             "fsdp_float8_all_gather needs fp8_scaling tensorwise, not rowwise");
+    }
   }
 
   const Precision precision = s.workload.precision;

@@ -94,9 +94,7 @@ std::vector<MemoryEstimate> estimate_memory(const Scenario& scenario) {
       for (const PassUnit& unit : pass_units(c, layers, true, vs)) {
         params += unit.parameters;
         trained += unit.trainable;
-        // Gathered, torchao's FP8 all-gather holds the linear layers' weights at a byte each.
-        const double fp8 = fsdp && p.fsdp_float8_all_gather ? unit.linear_weights : 0;
-        const double unit_bytes = (unit.parameters - fp8) * e + fp8;
+        const double unit_bytes = fsdp_gathered_bytes(unit, e, fsdp && p.fsdp_float8_all_gather);
         gathered_bytes += unit_bytes;
         largest_gathered = std::max(largest_gathered, unit_bytes);
         largest_trained = std::max(largest_trained, unit.trainable);

@@ -122,6 +122,11 @@ double trained_embedding_parameters(const LayerContext& c) {
   return c.lora ? 0.0 : embedding_parameters(c) / c.tp;
 }
 
+double fsdp_gathered_bytes(const PassUnit& unit, double element_bytes, bool fp8_all_gather) {
+  const double fp8 = fp8_all_gather ? unit.linear_weights : 0;
+  return (unit.parameters - fp8) * element_bytes + fp8;
+}
+
 std::vector<PassUnit> pass_units(const LayerContext& c, const std::vector<StageLayers>& layers,
                                  bool forward, int vs) {
   std::vector<PassUnit> out;
@@ -139,8 +144,7 @@ std::vector<PassUnit> pass_units(const LayerContext& c, const std::vector<StageL
   const double layer_trained = c.lora ? adapter_params : layer_params;
   const double embedding_trained = trained_embedding_parameters(c);
   const double head_trained = c.model.tied_embeddings && first ? 0.0 : embedding_trained;
-  // The layer's projections, without its two norms.
-  const double layer_linears = (layer_parameters(c.model) - 2.0 * c.model.hidden) / c.tp;
+  const double layer_linears = layer_linear_parameters(c.model) / c.tp;
   auto add = [&](std::vector<PassItem> items, double parameters, double trained,
                  int module_runs = 1, double linears = 0) {
     if (!items.empty()) items.front().module_runs = module_runs;
@@ -782,10 +786,8 @@ std::shared_ptr<Program> TransformerJobBuilder::rank_program(int rank) {
           !pass.forward && (p_.reduce_every_microbatch || i == last_backward[chunk]);
       for (size_t u = 0; u < pass_units.size(); ++u) {
         const double unit_gradients = pass_units[u].trainable;
-        // torchao's float8 gathers its linear layers' weights in FP8, a byte each.
-        const double fp8_weights = p_.fsdp_float8_all_gather ? pass_units[u].linear_weights : 0;
         const double unit_bytes =
-            (pass_units[u].parameters - fp8_weights) * element_bytes_ + fp8_weights;
+            fsdp_gathered_bytes(pass_units[u], element_bytes_, p_.fsdp_float8_all_gather);
         if (gathers) {
           const EventId gathered = program->add_event();
           const EventId started = program->add_event();

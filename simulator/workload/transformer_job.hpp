@@ -51,6 +51,10 @@ struct PassUnit {
   double linear_weights = 0;
 };
 
+/// Bytes of a unit's FSDP all-gather (and of its gathered weights): `element_bytes` each, the
+/// linear weights a byte each under torchao's FP8 all-gather.
+double fsdp_gathered_bytes(const PassUnit& unit, double element_bytes, bool fp8_all_gather);
+
 /// The units of a forward or backward pass of virtual stage `vs`, in execution order: the
 /// embedding on the first virtual stage, its layers, the output head on the last.
 std::vector<PassUnit> pass_units(const LayerContext& context,

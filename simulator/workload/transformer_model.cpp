@@ -534,6 +534,10 @@ struct Adapted {
   const char* name;
   Split split;
   double in, out;  ///< column: the whole input, the rank's output; row: the rank's input, whole
+  /// A's output on this rank: a column layer's A splits the rank over the TP ranks.
+  double a_out(double rank, double tp) const { return split == Split::column ? rank / tp : rank; }
+  /// B's output on this rank: a row layer's B splits the layer's output.
+  double b_out(double tp) const { return split == Split::column ? out : out / tp; }
 };
 
 /// Whether LoRA adapts `module`.
@@ -555,19 +559,19 @@ void adapter_forward(std::vector<PassItem>& items, const LayerContext& c, const 
       items.push_back(
           collective(CollectiveOp::all_gather, bytes * a.in, LayerGroup::tp, "lora_tp_all_gather"));
     }
-    items.push_back(kernel(gemm(prefix + "_a", s.tokens, r / c.tp, a.in, s.e)));
+    items.push_back(kernel(gemm(prefix + "_a", s.tokens, a.a_out(r, c.tp), a.in, s.e)));
     if (c.tp > 1) {
       items.push_back(collective(CollectiveOp::all_gather, bytes * r, LayerGroup::tp,
                                  "lora_tp_all_gather_rank"));
     }
-    items.push_back(kernel(gemm(prefix + "_b", s.tokens, a.out, r, s.e)));
+    items.push_back(kernel(gemm(prefix + "_b", s.tokens, a.b_out(c.tp), r, s.e)));
   } else {
-    items.push_back(kernel(gemm(prefix + "_a", s.tokens, r, a.in, s.e)));
+    items.push_back(kernel(gemm(prefix + "_a", s.tokens, a.a_out(r, c.tp), a.in, s.e)));
     if (c.tp > 1) {
       items.push_back(collective(CollectiveOp::all_reduce, bytes * r, LayerGroup::tp,
                                  "lora_tp_all_reduce_rank"));
     }
-    items.push_back(kernel(gemm(prefix + "_b", s.tokens, a.out / c.tp, r, s.e)));
+    items.push_back(kernel(gemm(prefix + "_b", s.tokens, a.b_out(c.tp), r, s.e)));
     if (c.tp > 1) {
       items.push_back(collective(CollectiveOp::all_gather, bytes * a.out, LayerGroup::tp,
                                  "lora_tp_all_gather"));
@@ -585,8 +589,8 @@ void adapter_backward(std::vector<PassItem>& items, const LayerContext& c, const
   const std::string prefix = std::string(a.name) + "_lora";
   const double r = c.lora->rank;
   const double bytes = s.tokens * s.e;
-  const double b_out = a.split == Split::column ? a.out : a.out / c.tp;  // B's output, this rank
-  const double a_rank = a.split == Split::column ? r / c.tp : r;         // A's output, this rank
+  const double b_out = a.b_out(c.tp);
+  const double a_rank = a.a_out(r, c.tp);
   items.push_back(kernel(
       memory_bound(prefix + "_scale_backward", 2 * adapter_output_tokens(a, s) * a.out * s.e)));
   if (a.split == Split::row && c.sequence_parallel) {
@@ -896,12 +900,16 @@ int linear_layers_per_layer(const LayerContext& c) {
   return static_cast<int>(attention_projections(c, s).size() + mlp_projections(c, s).size()) + 2;
 }
 
-double layer_parameters(const TransformerSpec& m) {
+double layer_linear_parameters(const TransformerSpec& m) {
   const double h = static_cast<double>(m.hidden);
   const double qkv =
       static_cast<double>(m.heads + 2 * m.kv_heads) * static_cast<double>(m.head_dim());
   const double mlp = static_cast<double>(m.ffn) * h * (m.mlp == MlpKind::swiglu ? 3 : 2);
-  return h * qkv + h * h + mlp + 2 * h;
+  return h * qkv + h * h + mlp;
+}
+
+double layer_parameters(const TransformerSpec& m) {
+  return layer_linear_parameters(m) + 2 * static_cast<double>(m.hidden);
 }
 
 double adapter_parameters(const LayerContext& c) {
@@ -912,11 +920,9 @@ double adapter_parameters(const LayerContext& c) {
   double parameters = 0;
   for (size_t m = 0; m < linears.size(); ++m) {
     if (!c.lora->modules[m]) continue;
-    // The rank's A and B, as adapter_forward's GEMMs use them: a column layer's A holds r / tp
-    // of the rank, a row layer's B out / tp of the output.
+    // The rank's A (in x its share of the rank) and B (rank x its share of the output).
     const Adapted& a = linears[m];
-    parameters +=
-        a.split == Split::column ? r / c.tp * a.in + r * a.out : r * a.in + r * a.out / c.tp;
+    parameters += a.a_out(r, c.tp) * a.in + r * a.b_out(c.tp);
   }
   return parameters;
 }
@@ -934,7 +940,7 @@ double model_parameters(const LayerContext& c) {
 double model_flops_per_sequence(const TransformerSpec& m) {
   const double s = static_cast<double>(m.sequence);
   const double h = static_cast<double>(m.hidden);
-  const double linear = m.layers * (layer_parameters(m) - 2 * h) + static_cast<double>(m.vocab) * h;
+  const double linear = m.layers * layer_linear_parameters(m) + static_cast<double>(m.vocab) * h;
   const double attention = m.layers * 4.0 * s * s * h * (m.causal ? 0.5 : 1.0);
   return 3.0 * (2.0 * s * linear + attention);
 }

@@ -151,6 +151,8 @@ int linear_layers_per_layer(const LayerContext& c);
 /// Parameters of one layer (whole, before tensor parallelism): attention and MLP weights and the
 /// two norms; biases are left out (under 0.1%).
 double layer_parameters(const TransformerSpec& model);
+/// Of those, the weights of its linear layers (all but the two norms).
+double layer_linear_parameters(const TransformerSpec& model);
 /// Parameters of one layer's LoRA adapters on one rank: rank x (in + out) per adapted module,
 /// split over the tensor-parallel ranks.
 double adapter_parameters(const LayerContext& c);
