@@ -94,7 +94,8 @@ const PreparedCollective& GroupRuntime::prepare(CollectiveOp op, double bytes, A
   }
   call.plan = planner_.plan(op, call.algorithm, bytes, root);
   // Automatic: step by step while the call stays small (each step of each lane of each member is
-  // a transfer); coarse beyond.
+  // a transfer); coarse beyond, and always for NVLS tree, whose step form runs a node's NVLS
+  // exchange beside its trees instead of before and after them (docs/design.md).
   int64_t transfers = 0;
   const int n = size();
   if (n <= engine_.step_fidelity_max_ranks) {
@@ -107,7 +108,8 @@ const PreparedCollective& GroupRuntime::prepare(CollectiveOp op, double bytes, A
   call.coarse =
       engine_.collective_fidelity == CollectiveFidelity::coarse ||
       (engine_.collective_fidelity == CollectiveFidelity::automatic &&
-       (n > engine_.step_fidelity_max_ranks || transfers > engine_.step_fidelity_max_transfers));
+       (n > engine_.step_fidelity_max_ranks || transfers > engine_.step_fidelity_max_transfers ||
+        call.algorithm == Algorithm::nvls_tree));
   return prepared_.emplace(key, std::move(call)).first->second;
 }
 

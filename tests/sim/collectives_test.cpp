@@ -192,6 +192,28 @@ TEST_CASE("step-by-step and coarse agree for every algorithm where both run") {
   }
 }
 
+TEST_CASE("automatic fidelity runs NVLS tree coarse, as its cost model, at any group size") {
+  // 16 GPUs is small enough for the step form (a double binary tree of them runs step by step,
+  // below), but NVLS tree's step form, which leaves out the stages' coupling, is up to 25% faster
+  // (above).
+  PlatformSpec p = platform(4, 4);
+  p.nvls = true;
+  for (double S : {256e3, 32e6}) {
+    CAPTURE(S);
+    const double automatic = timed(p, CollectiveOp::all_reduce, 16, S, Algorithm::nvls_tree,
+                                   CollectiveFidelity::automatic);
+    CHECK(automatic == timed(p, CollectiveOp::all_reduce, 16, S, Algorithm::nvls_tree,
+                             CollectiveFidelity::coarse));
+    CHECK(automatic > timed(p, CollectiveOp::all_reduce, 16, S, Algorithm::nvls_tree,
+                            CollectiveFidelity::step));
+  }
+  // A tree of that size whose chunks stay few (256 kB: beyond some megabytes its transfers
+  // exceed engine.step_fidelity_max_transfers).
+  CHECK(timed(p, CollectiveOp::all_reduce, 16, 256e3, Algorithm::tree,
+              CollectiveFidelity::automatic) ==
+        timed(p, CollectiveOp::all_reduce, 16, 256e3, Algorithm::tree, CollectiveFidelity::step));
+}
+
 TEST_CASE("a coarse tree or chain costs its path hop by hop") {
   // Two nodes of 8: a tree's chains and a broadcast's ring cross NVLink but for two NIC hops,
   // slower in latency and bandwidth. Charged at the slowest hop throughout, the coarse forms took
