@@ -348,7 +348,8 @@ class NvlsPlan final : public CollectivePlan {
 /// slot all-reduce their 1/k shard over a double binary tree of the nodes (each tree half of it,
 /// in pipelined chunks), through their own NIC. NCCL pipelines the three stages, so the call
 /// is one phase whose busiest link bounds it. Step by step: lane 0 is the node's NVLS exchange,
-/// lanes 1-4 each tree up and down, as in TreePlan.
+/// lanes 1-4 each tree up and down, as in TreePlan; the exchange runs beside the trees, not
+/// before and after each chunk, so those lanes cost the slowest stage alone.
 class NvlsTreePlan final : public CollectivePlan {
  public:
   NvlsTreePlan(const GroupLayout& layout, double bytes, double scale) {
@@ -440,6 +441,7 @@ class NvlsTreePlan final : public CollectivePlan {
       if (node.parent >= 0) out.recvs.push_back(node.parent);
     }
   }
+  bool steps_follow_the_algorithm() const override { return false; }
   int lanes() const override { return 5; }
   int lane_mailboxes(int lane) const override { return lane == 0 ? 0 : 1 + (lane - 1) / 2; }
   int step_count(int pos, int lane) const override {

@@ -69,6 +69,9 @@ class CollectivePlan {
   virtual int step_count(int pos, int lane) const = 0;
   /// Fills `out` with step `index` of lane `lane` of position `pos`.
   virtual void step(int pos, int lane, int index, CommStep& out) const = 0;
+  /// Whether the lanes above run the algorithm as its cost model does; where they leave part of
+  /// it out, automatic fidelity runs the coarse form.
+  virtual bool steps_follow_the_algorithm() const { return true; }
 };
 
 /// Builds plans for one group. Holds the ring orders and trees (one per channel), which depend only

@@ -94,22 +94,22 @@ const PreparedCollective& GroupRuntime::prepare(CollectiveOp op, double bytes, A
   }
   call.plan = planner_.plan(op, call.algorithm, bytes, root);
   // Automatic: step by step while the call stays small (each step of each lane of each member is
-  // a transfer); coarse beyond, and always for NVLS tree, whose step form runs a node's NVLS
-  // exchange beside its trees instead of before and after them (docs/design.md).
+  // a transfer) and its steps follow the algorithm (not NVLS tree's: docs/design.md); coarse
+  // otherwise.
   int64_t transfers = 0;
   const int n = size();
-  if (n <= engine_.step_fidelity_max_ranks) {
+  const bool steps_possible =
+      n <= engine_.step_fidelity_max_ranks && call.plan->steps_follow_the_algorithm();
+  if (steps_possible) {
     for (int position = 0; position < n; ++position) {
       for (int lane = 0; lane < call.plan->lanes(); ++lane) {
         transfers += call.plan->step_count(position, lane);
       }
     }
   }
-  call.coarse =
-      engine_.collective_fidelity == CollectiveFidelity::coarse ||
-      (engine_.collective_fidelity == CollectiveFidelity::automatic &&
-       (n > engine_.step_fidelity_max_ranks || transfers > engine_.step_fidelity_max_transfers ||
-        call.algorithm == Algorithm::nvls_tree));
+  call.coarse = engine_.collective_fidelity == CollectiveFidelity::coarse ||
+                (engine_.collective_fidelity == CollectiveFidelity::automatic &&
+                 (!steps_possible || transfers > engine_.step_fidelity_max_transfers));
   return prepared_.emplace(key, std::move(call)).first->second;
 }
 
