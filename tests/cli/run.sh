@@ -28,16 +28,17 @@ for scenario in workloads/scenarios/*.yaml; do
   expect "check $scenario" 0 "$prismsim" check "$scenario"
 done
 # What a prediction rests on: a warning per uncalibrated part of the platform, on stderr. No
-# bundled platform's compute is uncalibrated since dgx-b200's was fitted on its throughput rows.
-uncalibrated=calibration/cases/throughput/bridge-llama3-8b-dgx-b200.yaml
-expect "check, fitted compute" 0 "$prismsim" check "$uncalibrated"
+# bundled platform's compute is uncalibrated since dgx-b200's was fitted on its throughput rows
+# and a100-ndv4 took the A100 microbenchmark fit.
+b200_case=calibration/cases/throughput/bridge-llama3-8b-dgx-b200.yaml
+expect "check, fitted compute" 0 "$prismsim" check "$b200_case"
 same "no compute warning for dgx-b200 (fitted on its throughput rows)" 0 \
   "$(grep -c 'compute parameters are uncalibrated' "$tmp/err")"
-expect "check, uncalibrated compute" 0 "$prismsim" check "$uncalibrated" \
+expect "check, uncalibrated compute" 0 "$prismsim" check "$b200_case" \
   --set platform.calibration.compute=uncalibrated
 same "check warns of uncalibrated compute, on stderr only" "1 0" \
   "$(grep -c '^prismsim: warning: platform dgx-b200: compute parameters are uncalibrated (' "$tmp/err") $(grep -c warning "$tmp/out")"
-expect "run, uncalibrated compute" 0 "$prismsim" run "$uncalibrated" --out "$tmp/u" \
+expect "run, uncalibrated compute" 0 "$prismsim" run "$b200_case" --out "$tmp/u" \
   --set parallelism.gpus=8 --set parallelism.tp=1 --set parallelism.pp=1 --set parallelism.dp=8 \
   --set workload.global_batch=8 --set workload.model.layers=2 \
   --set platform.calibration.compute=uncalibrated

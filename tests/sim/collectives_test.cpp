@@ -195,7 +195,7 @@ TEST_CASE("step-by-step and coarse agree for every algorithm where both run") {
 TEST_CASE("automatic fidelity runs NVLS tree coarse, as its cost model, at any group size") {
   // 16 GPUs is small enough for the step form (a double binary tree of them runs step by step,
   // below), but NVLS tree's step form, which leaves out the stages' coupling, is faster (23% at
-  // 256 kB, above).
+  // 256 kB).
   PlatformSpec p = platform(4, 4);
   p.nvls = true;
   for (double S : {256e3, 32e6}) {
