@@ -28,6 +28,7 @@
 #include <tuple>
 #include <vector>
 
+#include "config/framework.hpp"
 #include "config/scenario.hpp"
 #include "config/scenario_loader.hpp"
 #include "core/diagnostics.hpp"
@@ -72,6 +73,7 @@ struct Model {
   GpuSpec gpu;
   HostSpec host;
   Precision gemm_precision = Precision::bf16;
+  AttentionBackend attention_backend = AttentionBackend::cudnn;  ///< the rows' fused attention
 };
 
 /// `value` of parameter `name` in `model`.
@@ -84,7 +86,10 @@ double& parameter(Model& m, const std::string& name) {
   if (name == "gemm_half_size") return c.gemm_half_size;
   if (name == "gemm_latency") return c.gemm_latency_s;
   if (name == "memory_efficiency") return c.memory_efficiency;
-  if (name == "attention_efficiency") return c.attention_efficiency;
+  if (name == "attention_efficiency") {
+    auto it = c.attention_efficiency_by_backend.find(m.attention_backend);
+    return it != c.attention_efficiency_by_backend.end() ? it->second : c.attention_efficiency;
+  }
   if (name == "kernel_launch") return m.host.kernel_launch_s;
   if (name == "collective_launch") return m.host.collective_launch_s;
   return m.host.step_s;
@@ -328,7 +333,9 @@ int main(int argc, char** argv) {
       }
     }
     const Model initial{base.platform.gpu, base.host,
-                        base.workload.fp8_gemms ? Precision::fp8 : base.workload.precision};
+                        base.workload.fp8_gemms ? Precision::fp8 : base.workload.precision,
+                        base.workload.attention_backend.value_or(
+                            framework_preset(base.parallelism.framework).attention_backend)};
     const Model fitted = fit_model(files, fit_paths.size(), initial, free, nullptr);
     size_t rows = 0;
     for (size_t f = 0; f < fit_paths.size(); ++f) rows += files[f].size();

@@ -24,7 +24,8 @@ FrameworkPreset megatron_lm() {
   f.has_tp_comm_overlap = true;    // Transformer Engine userbuffers
   f.overlaps_dgrad_reduce = true;  // async_tensor_model_parallel_allreduce; TE's column layers
   f.has_defer_embedding_wgrad = true;
-  f.has_cross_entropy_fusion = true;  // --cross-entropy-loss-fusion, off by default
+  f.has_cross_entropy_fusion = true;              // --cross-entropy-loss-fusion, off by default
+  f.attention_backend = AttentionBackend::cudnn;  // Transformer Engine's fused attention
   f.host = {8e-6, 8e-6, 0};
   return f;
 }
@@ -40,6 +41,7 @@ FrameworkPreset megatron_deepspeed() {
   f.bucket_elements = 5e8;           // MEMORY_OPT_ALLREDUCE_SIZE, reduce_bucket_size
   f.overlaps_dgrad_reduce = true;    // Megatron's ColumnParallelLinear (async_grad_allreduce)
   f.query_key_layer_scaling = true;  // apply_query_key_layer_scaling, on unless turned off
+  f.attention_backend = AttentionBackend::flash2;  // --use-flash-attn-v2: the flash_attn package
   f.host = {72.28e-6, 72.28e-6, 0};
   return f;
 }
@@ -68,6 +70,7 @@ FrameworkPreset torchtitan() {
   f.has_per_op_recompute = true;           // activation_checkpoint.selective_ac_option = "op"
   f.fp8_scaling = Fp8Scaling::tensorwise;  // torchao Float8Linear's default recipe
   f.has_rowwise_fp8 = true;                // torchao's rowwise recipe
+  f.attention_backend = AttentionBackend::flash2;  // F.scaled_dot_product_attention's flash
   f.host = {8e-6, 8e-6, 0};
   return f;
 }

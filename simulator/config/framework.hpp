@@ -64,6 +64,8 @@ struct FrameworkPreset {
   /// one of its choices.
   Fp8Scaling fp8_scaling = Fp8Scaling::delayed;
   bool has_rowwise_fp8 = false;
+  /// The library of the fused attention kernel unless `workload.attention_backend` says otherwise.
+  AttentionBackend attention_backend = AttentionBackend::cudnn;
   HostSpec host;  ///< fitted host costs (docs/frameworks.md)
 };
 

@@ -24,6 +24,11 @@ const char* to_string(Precision precision);
 /// Bytes per element of a precision (fp4: half a byte and its share of the block scale).
 double bytes_per_element(Precision precision);
 
+/// The library a fused attention kernel comes from (docs/frameworks.md, "The attention
+/// kernel's library"): Transformer Engine's fused attention, which runs cuDNN's kernels, or
+/// FlashAttention-2's, which PyTorch's scaled_dot_product_attention runs.
+enum class AttentionBackend { cudnn, flash2 };
+
 /// How fast a GPU runs the kernels of a transformer (fitted by calibration; see
 /// workload/compute_model.hpp for the formula).
 struct ComputeModelSpec {
@@ -33,13 +38,20 @@ struct ComputeModelSpec {
   double gemm_half_size = 64;         ///< GEMM dimension at which that dimension halves efficiency
   double gemm_latency_s = 0;          ///< fixed time of a GEMM on the GPU (setup, tails)
   double attention_efficiency = 0.5;  ///< fraction of peak of fused (flash) attention
-  double memory_efficiency = 0.8;     ///< fraction of HBM bandwidth of memory-bound kernels
-  double kernel_overhead_s = 2e-6;    ///< the shortest time a kernel occupies the GPU
+  /// The same per attention backend (the platform gives every backend or none of them).
+  std::map<AttentionBackend, double> attention_efficiency_by_backend;
+  double memory_efficiency = 0.8;   ///< fraction of HBM bandwidth of memory-bound kernels
+  double kernel_overhead_s = 2e-6;  ///< the shortest time a kernel occupies the GPU
 
   /// gemm_efficiency for `precision`.
   double gemm_efficiency_for(Precision precision) const {
     auto it = gemm_efficiency_by_precision.find(precision);
     return it == gemm_efficiency_by_precision.end() ? gemm_efficiency : it->second;
+  }
+  /// attention_efficiency for kernels of `backend`.
+  double attention_efficiency_for(AttentionBackend backend) const {
+    auto it = attention_efficiency_by_backend.find(backend);
+    return it == attention_efficiency_by_backend.end() ? attention_efficiency : it->second;
   }
 };
 
@@ -248,6 +260,8 @@ struct WorkloadSpec {
   Precision precision = Precision::bf16;
   bool fp8_gemms = false;  ///< transformer: the layers' linear GEMMs in FP8, with their casts
   std::optional<Fp8Scaling> fp8_scaling;  ///< with fp8_gemms; unset: the framework's
+  /// transformer with fused attention: its kernels' library; unset: the framework's
+  std::optional<AttentionBackend> attention_backend;
   /// transformer: the layers' linear GEMMs in NVFP4 (Transformer Engine's NVFP4BlockScaling),
   /// with its casts (an amax pass each, as FP8's per-tensor current scaling)
   bool fp4_gemms = false;

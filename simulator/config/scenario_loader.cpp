@@ -59,6 +59,8 @@ const std::vector<std::string> kTransformerOnlyKeys = {"sequence_parallel",
                                                        "cross_entropy_fusion"};
 
 const std::vector<std::string> kPrecisionNames = {"fp32", "tf32", "bf16", "fp16", "fp8", "fp4"};
+/// In the order of AttentionBackend.
+const std::vector<std::string> kAttentionBackendNames = {"cudnn", "flash2"};
 /// What a workload's math may run in: every precision but fp4, which only GEMMs use.
 const std::vector<std::string> kWorkloadPrecisionNames(kPrecisionNames.begin(),
                                                        kPrecisionNames.end() - 1);
@@ -231,7 +233,19 @@ GpuSpec read_gpu(MapReader& parent) {
     assign(m.gemm_half_size, c.number("gemm_half_size", false, limits::kGemmHalfSize));
     assign(m.gemm_latency_s,
            c.quantity("gemm_latency", false, units::parse_duration, limits::kLatency));
-    assign(m.attention_efficiency, read_fraction(c, "attention_efficiency"));
+    // A fraction for every attention backend, or a map giving each backend's.
+    const ConfigNode* attention = c.get("attention_efficiency", false);
+    if (attention != nullptr && attention->is_map()) {
+      MapReader a(*attention, c.path_of("attention_efficiency"), r.diags());
+      for (size_t i = 0; i < kAttentionBackendNames.size(); ++i) {
+        if (auto value = a.number(kAttentionBackendNames[i], true, limits::kFraction)) {
+          m.attention_efficiency_by_backend[static_cast<AttentionBackend>(i)] = *value;
+        }
+      }
+      a.finish();
+    } else {
+      assign(m.attention_efficiency, read_fraction(c, "attention_efficiency"));
+    }
     assign(m.memory_efficiency, read_fraction(c, "memory_efficiency"));
     assign(m.kernel_overhead_s,
            c.quantity("kernel_overhead", false, units::parse_duration, limits::kLatency));
@@ -456,6 +470,9 @@ WorkloadSpec read_workload(const ConfigNode& node, Diagnostics& diags) {
     }
     if (auto scaling = r.choice("fp8_scaling", false, {"delayed", "tensorwise", "rowwise"})) {
       workload.fp8_scaling = static_cast<Fp8Scaling>(*scaling);
+    }
+    if (auto backend = r.choice("attention_backend", false, kAttentionBackendNames)) {
+      workload.attention_backend = static_cast<AttentionBackend>(*backend);
     }
   }
   assign(workload.precision, r.choice("precision", true, kWorkloadPrecisionNames));
@@ -852,6 +869,11 @@ void check_transformer(const ConfigNode& root, const Scenario& s, Diagnostics& d
                               "rowwise is torchao's float8 recipe (framework: torchtitan)",
                               to_string(s.parallelism.framework)));
     }
+  }
+  if (w.attention_backend && w.model.attention != AttentionKernel::flash) {
+    diags.error(loc_of(root, "workload.attention_backend"),
+                "attention_backend chooses the fused attention kernel's library; it needs "
+                "'workload.model.attention: flash' (unfused attention runs GEMMs and a softmax)");
   }
 }
 

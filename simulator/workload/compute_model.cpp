@@ -48,7 +48,7 @@ double kernel_seconds(const KernelWork& work, const GpuSpec& gpu, Precision prec
       latency_s = model.gemm_latency_s;
       break;
     case KernelClass::attention:
-      efficiency = model.attention_efficiency;
+      efficiency = model.attention_efficiency_for(work.attention_backend);
       break;
     default:
       break;

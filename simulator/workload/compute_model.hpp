@@ -20,6 +20,9 @@ struct KernelWork {
   /// quantizes them (`workload.fp8_gemms`, `fp4_gemms`). The output head and attention's own
   /// products do not.
   bool fp8_eligible = false;
+  /// An attention kernel's library, whose efficiency the platform may give apart (other kernel
+  /// classes ignore it).
+  AttentionBackend attention_backend = AttentionBackend::cudnn;
 };
 
 /// A GEMM of shape m x n x k (batch products) with `bytes_per_element` operands.

@@ -95,6 +95,7 @@ LayerContext layer_context(const Scenario& s) {
   c.fused_projections = s.parallelism.fused_projections;
   c.overlap_dgrad_reduce = s.parallelism.overlap_dgrad_reduce;
   c.query_key_layer_scaling = framework.query_key_layer_scaling;
+  c.attention_backend = s.workload.attention_backend.value_or(framework.attention_backend);
   c.lora = s.workload.lora;
   c.lora_gathers_input = c.lora && c.sequence_parallel && s.parallelism.tp_comm_overlap;
   return c;

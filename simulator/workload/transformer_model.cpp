@@ -254,6 +254,7 @@ void attention_forward(std::vector<PassItem>& items, const LayerContext& c, cons
     KernelWork work;
     work.name = "flash_attention";
     work.kernel_class = KernelClass::attention;
+    work.attention_backend = c.attention_backend;
     work.flops = 4.0 * b * s.heads * q_len * kv_len * s.head_dim * (m.causal ? 0.5 : 1.0);
     work.bytes = b * (2 * q_len + 2 * kv_len) * s.heads * s.head_dim * s.e;
     items.push_back(kernel(work));
@@ -287,6 +288,7 @@ void attention_backward(std::vector<PassItem>& items, const LayerContext& c, con
     KernelWork work;
     work.name = "flash_attention_backward";
     work.kernel_class = KernelClass::attention;
+    work.attention_backend = c.attention_backend;
     // Recomputes the scores: 5 products of the forward's 2.
     work.flops = 2.5 * 4.0 * b * s.heads * q_len * kv_len * s.head_dim * (m.causal ? 0.5 : 1.0);
     work.bytes = 2 * b * (2 * q_len + 2 * kv_len) * s.heads * s.head_dim * s.e;

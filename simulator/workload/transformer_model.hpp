@@ -73,6 +73,9 @@ struct LayerContext {
   /// Megatron-Core): unfused attention without the softmax kernel scales the fp32 scores in a
   /// kernel of its own.
   bool query_key_layer_scaling = false;
+  /// The library of the fused attention kernels (`workload.attention_backend`, else the
+  /// framework's).
+  AttentionBackend attention_backend = AttentionBackend::cudnn;
   /// Whether a pipeline stage sends 1/tp of its activation and the receiver all-gathers it.
   PipelineTransfer pipeline_transfer = PipelineTransfer::full;
   /// LoRA (`workload.lora`): no linear layer computes a weight gradient (the model's weights are

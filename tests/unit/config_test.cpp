@@ -81,6 +81,18 @@ TEST_CASE("the bundled example loads with its platform and workload files") {
   CHECK(s.simulation.seed == 42);
 }
 
+TEST_CASE("attention efficiency: one fraction for every backend, or one per backend") {
+  const ComputeModelSpec h100 = load_scenario(kExample).platform.gpu.compute;
+  CHECK(h100.attention_efficiency_for(AttentionBackend::cudnn) == Near{0.6});
+  CHECK(h100.attention_efficiency_for(AttentionBackend::flash2) == Near{0.202});
+  // A fraction set on the command line (as validate-training.py --fit does) replaces the map.
+  const ComputeModelSpec set =
+      load_scenario(kExample, {"platform.gpu.compute.attention_efficiency=0.3"})
+          .platform.gpu.compute;
+  CHECK(set.attention_efficiency_for(AttentionBackend::cudnn) == Near{0.3});
+  CHECK(set.attention_efficiency_for(AttentionBackend::flash2) == Near{0.3});
+}
+
 TEST_CASE("overrides change values after includes and are validated like the file") {
   const Scenario s = load_scenario(
       kExample, {"platform.node.nic.bandwidth=200Gbps", "parallelism.dp=512",

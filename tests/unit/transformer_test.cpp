@@ -1178,6 +1178,12 @@ TEST_CASE("kernel time without overhead is the slower of compute and memory (roo
     a.flops = 1e12;
     a.bytes = 1e6;
     CHECK(kernel_seconds(a, gpu, Precision::bf16) == rel(1e12 / (1e15 * 0.5), 1e-12));
+    // A platform may give each backend's kernels their own efficiency.
+    gpu.compute.attention_efficiency_by_backend = {{AttentionBackend::cudnn, 0.6},
+                                                   {AttentionBackend::flash2, 0.2}};
+    CHECK(kernel_seconds(a, gpu, Precision::bf16) == rel(1e12 / (1e15 * 0.6), 1e-12));
+    a.attention_backend = AttentionBackend::flash2;
+    CHECK(kernel_seconds(a, gpu, Precision::bf16) == rel(1e12 / (1e15 * 0.2), 1e-12));
   }
   SUBCASE("the optimizer moves 38 bytes per parameter with fp32 gradients and bf16 weights") {
     // Read weight, gradient, two moments (16), write weight and moments (12), read the gradient
@@ -1187,6 +1193,38 @@ TEST_CASE("kernel time without overhead is the slower of compute and memory (roo
     CHECK(kernel_seconds(adam, gpu, Precision::bf16) == rel(38e9 / 1.8e12, 1e-12));
     CHECK(zero_gradients(1e9, 4).bytes == 4e9);
   }
+}
+
+TEST_CASE("the framework chooses the attention kernels' library, workload.attention_backend too") {
+  const auto backends = [](const std::vector<std::string>& sets) {
+    const LayerContext c = layer_context(load_scenario(kTinyGpt, sets));
+    std::vector<AttentionBackend> out;
+    for (const auto& items : {layer_forward(c), layer_backward(c)}) {
+      for (const PassItem& item : items) {
+        if (item.work.kernel_class == KernelClass::attention) {
+          out.push_back(item.work.attention_backend);
+        }
+      }
+    }
+    return out;
+  };
+  using AB = AttentionBackend;
+  // Megatron-Core runs Transformer Engine's (cuDNN's) kernels, torchtitan PyTorch's
+  // scaled_dot_product_attention (FlashAttention-2), Megatron-DeepSpeed the flash_attn package.
+  CHECK(backends({}) == std::vector{AB::cudnn, AB::cudnn});
+  const std::vector<std::string> titan = {"parallelism.framework=torchtitan",
+                                          "parallelism.data_parallel=fsdp"};
+  CHECK(backends(titan) == std::vector{AB::flash2, AB::flash2});
+  CHECK(backends({"parallelism.framework=megatron-deepspeed"}) ==
+        std::vector{AB::flash2, AB::flash2});
+  auto titan_cudnn = titan;
+  titan_cudnn.push_back("workload.attention_backend=cudnn");
+  CHECK(backends(titan_cudnn) == std::vector{AB::cudnn, AB::cudnn});
+  CHECK(backends({"workload.attention_backend=flash2"}) == std::vector{AB::flash2, AB::flash2});
+  // A recomputed attention kernel is the same library's.
+  auto titan_selective = titan;
+  titan_selective.push_back("parallelism.recompute=selective");
+  CHECK(backends(titan_selective) == std::vector{AB::flash2, AB::flash2, AB::flash2});
 }
 
 TEST_CASE("kernel time is the largest of compute, memory and launch overhead") {
