@@ -28,7 +28,6 @@
 #include <tuple>
 #include <vector>
 
-#include "config/framework.hpp"
 #include "config/scenario.hpp"
 #include "config/scenario_loader.hpp"
 #include "core/diagnostics.hpp"
@@ -38,6 +37,7 @@
 #include "stats/distribution.hpp"
 #include "vtrain_runs.hpp"
 #include "workload/step_estimate.hpp"
+#include "workload/transformer_job.hpp"
 
 namespace po = boost::program_options;
 using namespace prismsim;
@@ -334,8 +334,7 @@ int main(int argc, char** argv) {
     }
     const Model initial{base.platform.gpu, base.host,
                         base.workload.fp8_gemms ? Precision::fp8 : base.workload.precision,
-                        base.workload.attention_backend.value_or(
-                            framework_preset(base.parallelism.framework).attention_backend)};
+                        layer_context(base).attention_backend};
     const Model fitted = fit_model(files, fit_paths.size(), initial, free, nullptr);
     size_t rows = 0;
     for (size_t f = 0; f < fit_paths.size(); ++f) rows += files[f].size();

@@ -184,6 +184,25 @@ PlatformCalibration read_calibration(MapReader& parent) {
   return calibration;
 }
 
+/// `key` as one fraction (into `every`) or as a map of fractions by `names` (into `by_name`, keyed
+/// by the enum whose order `names` follows); `each_required`: a map must give every name.
+template <typename Key>
+void read_fraction_or_map(MapReader& r, std::string_view key, const std::vector<std::string>& names,
+                          bool each_required, double& every, std::map<Key, double>& by_name) {
+  const ConfigNode* node = r.get(key, false);
+  if (node == nullptr || !node->is_map()) {
+    assign(every, read_fraction(r, key));
+    return;
+  }
+  MapReader m(*node, r.path_of(key), r.diags());
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (auto value = m.number(names[i], each_required, limits::kFraction)) {
+      by_name[static_cast<Key>(i)] = *value;
+    }
+  }
+  m.finish();
+}
+
 GpuSpec read_gpu(MapReader& parent) {
   GpuSpec gpu;
   const ConfigNode* node = parent.map("gpu", true);
@@ -218,34 +237,14 @@ GpuSpec read_gpu(MapReader& parent) {
     MapReader c(*compute, r.path_of("compute"), r.diags());
     ComputeModelSpec& m = gpu.compute;
     // A fraction for every precision, or a map of them by precision.
-    const ConfigNode* efficiency = c.get("gemm_efficiency", false);
-    if (efficiency != nullptr && efficiency->is_map()) {
-      MapReader e(*efficiency, c.path_of("gemm_efficiency"), r.diags());
-      for (size_t i = 0; i < kPrecisionNames.size(); ++i) {
-        if (auto value = read_fraction(e, kPrecisionNames[i])) {
-          m.gemm_efficiency_by_precision[static_cast<Precision>(i)] = *value;
-        }
-      }
-      e.finish();
-    } else {
-      assign(m.gemm_efficiency, read_fraction(c, "gemm_efficiency"));
-    }
+    read_fraction_or_map(c, "gemm_efficiency", kPrecisionNames, false, m.gemm_efficiency,
+                         m.gemm_efficiency_by_precision);
     assign(m.gemm_half_size, c.number("gemm_half_size", false, limits::kGemmHalfSize));
     assign(m.gemm_latency_s,
            c.quantity("gemm_latency", false, units::parse_duration, limits::kLatency));
     // A fraction for every attention backend, or a map giving each backend's.
-    const ConfigNode* attention = c.get("attention_efficiency", false);
-    if (attention != nullptr && attention->is_map()) {
-      MapReader a(*attention, c.path_of("attention_efficiency"), r.diags());
-      for (size_t i = 0; i < kAttentionBackendNames.size(); ++i) {
-        if (auto value = a.number(kAttentionBackendNames[i], true, limits::kFraction)) {
-          m.attention_efficiency_by_backend[static_cast<AttentionBackend>(i)] = *value;
-        }
-      }
-      a.finish();
-    } else {
-      assign(m.attention_efficiency, read_fraction(c, "attention_efficiency"));
-    }
+    read_fraction_or_map(c, "attention_efficiency", kAttentionBackendNames, true,
+                         m.attention_efficiency, m.attention_efficiency_by_backend);
     assign(m.memory_efficiency, read_fraction(c, "memory_efficiency"));
     assign(m.kernel_overhead_s,
            c.quantity("kernel_overhead", false, units::parse_duration, limits::kLatency));
