@@ -44,7 +44,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable, Iterable, Sequence
 
@@ -1434,6 +1434,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                     help="fit on every K-th case of each group of SUITE (repeatable; adds to "
                          "the fit file's grid_every); every case is still simulated and scored "
                          "at the fitted values, e.g. vtrain-single=6")
+    ap.add_argument("--set", action="append", default=[], metavar="PATH=VALUE", dest="sets",
+                    help="a prismsim --set after each case's own (repeatable), e.g. "
+                         "host.layer_syncs=0: the validation of a what-if")
     ap.add_argument("--quiet", action="store_true", help="no per-case lines")
     ap.add_argument("--json", help="write every figure to this JSON file")
     args = ap.parse_args(argv)
@@ -1449,6 +1452,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             cases = [c for c in cases if re.search(args.groups, c.group)]
             if not cases:
                 raise InputError(f"error: --groups '{args.groups}' matches no group")
+        for s in args.sets:
+            if "=" not in s or not s.partition("=")[0]:
+                raise InputError(f"error: --set '{s}': expected PATH=VALUE")
+        cases = [replace(c, sets=tuple(c.sets) + tuple(args.sets)) for c in cases]
         params: list[FitParameter] = []
         grid_every: dict[str, int] = {}
         if args.param:

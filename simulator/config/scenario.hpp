@@ -390,6 +390,10 @@ struct HostSpec {
   double layer_launch_s = 0;
   /// Host time per training step outside kernels (data loading, logging, bookkeeping).
   double step_s = 0;
+  /// Blocking host-to-device copies in every forward run of a transformer layer, before its
+  /// MLP: each costs one kernel_launch, then the host waits until the device has run all it
+  /// was given (cudaStreamSynchronize), so the MLP's launches start from an idle device.
+  int layer_syncs = 0;
 };
 
 struct SimulationSpec {

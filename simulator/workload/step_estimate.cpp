@@ -48,6 +48,8 @@ StepEstimate::StepEstimate(const Scenario& s, const Topology& topology)
           if (item.kind == PassItem::Kind::kernel) {
             c.work = item.work;
             c.precision = kernel_precision(item.work, s.workload);
+          } else if (item.kind == PassItem::Kind::host_sync) {
+            c.host_sync = true;
           } else {
             c.communication_s = call_seconds(item.group == LayerGroup::tp ? tp_group : cp_group,
                                              item.op, item.bytes);
@@ -117,6 +119,10 @@ double StepEstimate::pass_seconds(const PassCost& pass, const GpuSpec& gpu,
   const auto& items = pass.items;
   for (size_t i = 0; i < items.size(); ++i) {
     const PassItemCost& item = items[i];
+    if (item.host_sync) {
+      device_s = host_s = std::max(device_s, host_s + host.kernel_launch_s);
+      continue;
+    }
     double seconds = item.communication_s;
     if (seconds < 0) {
       seconds = kernel_seconds(item.work, gpu, item.precision);

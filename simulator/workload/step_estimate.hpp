@@ -36,6 +36,7 @@ class StepEstimate {
     double communication_s = -1;  ///< >= 0: an analytic collective of this cost
     int hiding_gemm = 0;          ///< a collective: as hiding_gemm_offset
     int module_runs = 0;          ///< as PassItem::module_runs
+    bool host_sync = false;       ///< a blocking copy: the host then waits for the device
   };
   struct PassCost {
     std::vector<PassItemCost> items;

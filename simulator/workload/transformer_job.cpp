@@ -96,6 +96,7 @@ LayerContext layer_context(const Scenario& s) {
   c.overlap_dgrad_reduce = s.parallelism.overlap_dgrad_reduce;
   c.query_key_layer_scaling = framework.query_key_layer_scaling;
   c.attention_backend = s.workload.attention_backend.value_or(framework.attention_backend);
+  c.syncs_before_mlp = s.host.layer_syncs;
   c.lora = s.workload.lora;
   c.lora_gathers_input = c.lora && c.sequence_parallel && s.parallelism.tp_comm_overlap;
   return c;
@@ -219,7 +220,8 @@ double issue_in_order(Segment& segment, const HostSpec& host, double host_lead_s
   segment.seconds = 0;
   for (Kernel& kernel : segment.kernels) {
     if (kernel.kernel_class == KernelClass::idle) {
-      // The host's own work before a collective it then launches: the segment ends with it.
+      // The host's own work, after which it waits for the device: its Python before a collective
+      // it then launches (the segment ends with it), or a blocking copy (`host.layer_syncs`).
       const double end_s = std::max(device_s, host_s + kernel.seconds);
       kernel.seconds = end_s - device_s;
       host_s = device_s = end_s;
@@ -506,6 +508,10 @@ const std::vector<OpTemplate>& TransformerJobBuilder::templates_of(
     if (item->kind == PassItem::Kind::kernel) {
       segment.add({item->work.name, item->work.kernel_class, scale * kernel_time(item->work),
                    CommScope::intra_node, 0, CollectiveOp::all_reduce, host_s});
+      hiding_gemm.push_back(0);
+    } else if (item->kind == PassItem::Kind::host_sync) {
+      // The copy's call, then the host waits for the device (issue_in_order).
+      segment.add({item->work.name, KernelClass::idle, s_.host.kernel_launch_s});
       hiding_gemm.push_back(0);
     } else if (!network_ || hidden) {
       const GroupId group = *(item->group == LayerGroup::tp ? groups.tp : groups.cp);

@@ -22,6 +22,13 @@ PassItem collective(CollectiveOp op, double bytes, LayerGroup group, const char*
   return item;
 }
 
+PassItem host_sync() {
+  PassItem item;
+  item.kind = PassItem::Kind::host_sync;
+  item.work.name = "host_sync";
+  return item;
+}
+
 /// Sizes of one rank's slice of a layer.
 struct Shape {
   double tokens, elementwise_tokens, hidden, qkv_out, q_out, kv_out, mlp_in_out, ffn, heads,
@@ -717,6 +724,7 @@ std::vector<PassItem> layer_forward(const LayerContext& c) {
   adapter(LinearModule::attention_output);
   items.push_back(kernel(residual("attention_residual", s)));
   norm_forward(items, "mlp_norm", s, c.eager_layers, norm_writes_fp8(c));
+  for (int i = 0; i < c.syncs_before_mlp; ++i) items.push_back(host_sync());
   column_forward(items, c, s, mlp_projections(c, s));
   adapter(LinearModule::mlp_up);
   activation_forward(items, c, s);

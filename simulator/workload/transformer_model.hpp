@@ -10,9 +10,10 @@ namespace prismsim {
 /// The collective groups a layer uses inside a pass.
 enum class LayerGroup { tp, cp };
 
-/// One step of a pass: a kernel, or a collective on the rank's tensor- or context-parallel group.
+/// One step of a pass: a kernel, a collective on the rank's tensor- or context-parallel group, or
+/// a blocking host-to-device copy after which the host waits for the device (`host.layer_syncs`).
 struct PassItem {
-  enum class Kind { kernel, collective };
+  enum class Kind { kernel, collective, host_sync };
   Kind kind = Kind::kernel;
   KernelWork work;
   CollectiveOp op = CollectiveOp::all_reduce;
@@ -73,6 +74,9 @@ struct LayerContext {
   /// Megatron-Core): unfused attention without the softmax kernel scales the fp32 scores in a
   /// kernel of its own.
   bool query_key_layer_scaling = false;
+  /// Blocking host-device synchronisations before the MLP of every forward run of a layer
+  /// (`host.layer_syncs`).
+  int syncs_before_mlp = 0;
   /// The library of the fused attention kernels (`workload.attention_backend`, else the
   /// framework's).
   AttentionBackend attention_backend = AttentionBackend::cudnn;

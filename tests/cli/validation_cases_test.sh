@@ -26,3 +26,21 @@ if [ ! -d "$data/throughput-dense-llm" ]; then
 fi
 python3 "$root/scripts/validate-training.py" --check --prismsim "$prismsim" --data "$data" \
   --suites vtrain-multi,megatron-ci,throughput --processes 2
+status=$?
+[ "$status" -eq 0 ] || exit "$status"
+# --set goes after each case's own settings; a malformed one is refused with exit 2.
+list=$(python3 "$root/scripts/validate-training.py" --list --data "$data" --suites megatron-ci \
+  --set host.layer_syncs=0) || exit 1
+cases=$(printf '%s\n' "$list" | grep -c .)
+with_set=$(printf '%s\n' "$list" | grep -c -- '--set host.layer_syncs=0$')
+if [ "$cases" -eq 0 ] || [ "$with_set" -ne "$cases" ]; then
+  echo "FAIL: --set host.layer_syncs=0 ends $with_set of $cases case commands"
+  exit 1
+fi
+python3 "$root/scripts/validate-training.py" --list --data "$data" --suites megatron-ci \
+  --set layer_syncs >/dev/null 2>&1
+status=$?
+if [ "$status" -ne 2 ]; then
+  echo "FAIL: --set without '=' exited $status, expected 2"
+  exit 1
+fi

@@ -432,6 +432,40 @@ TEST_CASE("the host issues kernels ahead across collectives in the network, as a
   }
 }
 
+TEST_CASE(
+    "a blocking copy makes the host wait for the device: free with a free host, one "
+    "launch each when host-bound, simulated and closed form") {
+  // tiny-gpt on one GPU with full recompute: 16 microbatches of 4 layers, each layer's forward
+  // run twice (forward, recompute), 2 copies before each MLP: 256 copies a step.
+  Scenario s = tiny({"parallelism.gpus=1", "parallelism.tp=1", "parallelism.pp=1",
+                     "parallelism.dp=1", "parallelism.recompute=full"});
+  auto with_syncs = [](Scenario x, int syncs) {
+    x.host.layer_syncs = syncs;
+    return x;
+  };
+  auto closed_form = [](const Scenario& x) {
+    return StepEstimate(x, Topology(x.platform)).seconds(x.platform.gpu, x.host);
+  };
+  // A host that issues at once is never behind: waiting for the device costs nothing.
+  const double free_host = simulate_step(s);
+  CHECK(simulate_step(with_syncs(s, 2)) == rel(free_host, 1e-12));
+  // A host far slower than every kernel (1 ms a launch): the device always waits for it, so
+  // each copy adds its own call and nothing else.
+  s.host.kernel_launch_s = 1e-3;
+  const double host_bound = simulate_step(s);
+  const double synced = simulate_step(with_syncs(s, 2));
+  CHECK(synced - host_bound == rel(256 * 1e-3, 1e-9));
+  // The closed form charges the copies alike (it differs from the simulation by tens of
+  // microseconds a step already without them).
+  CHECK(closed_form(with_syncs(s, 2)) - closed_form(s) == rel(synced - host_bound, 1e-9));
+  // Between the two, the copies expose launches the host had issued ahead of the device.
+  s.host.kernel_launch_s = 8e-6;
+  const double ahead = simulate_step(s);
+  const double waits = simulate_step(with_syncs(s, 2));
+  CHECK(waits > ahead + 256 * 8e-6);
+  CHECK(closed_form(with_syncs(s, 2)) - closed_form(s) == rel(waits - ahead, 1e-6));
+}
+
 TEST_CASE("analytic tensor-parallel collectives use the algorithm the engine forces") {
   // engine.collective_algorithm: ring; the network runs rings, the analytic charge must too.
   const auto [network_s, analytic_s] = tp_step_times(1, "ring");

@@ -1227,6 +1227,46 @@ TEST_CASE("the framework chooses the attention kernels' library, workload.attent
   CHECK(backends(titan_selective) == std::vector{AB::flash2, AB::flash2, AB::flash2});
 }
 
+TEST_CASE(
+    "Megatron-DeepSpeed's layers wait for the device before their MLP, in every forward run") {
+  const auto context = [](const std::vector<std::string>& sets) {
+    return layer_context(load_scenario(kTinyGpt, sets));
+  };
+  const std::vector<std::string> deepspeed = {"parallelism.framework=megatron-deepspeed"};
+  // ParallelTransformerLayer.forward's two torch.tensor(0.0, device=...) placeholders.
+  CHECK(context(deepspeed).syncs_before_mlp == 2);
+  CHECK(context({}).syncs_before_mlp == 0);
+  CHECK(context({"parallelism.framework=torchtitan", "parallelism.data_parallel=fsdp"})
+            .syncs_before_mlp == 0);
+  auto without = deepspeed;
+  without.push_back("host.layer_syncs=0");
+  CHECK(context(without).syncs_before_mlp == 0);
+  CHECK(context({"host.layer_syncs=3"}).syncs_before_mlp == 3);
+
+  const auto syncs = [](const std::vector<PassItem>& items) {
+    std::vector<size_t> at;
+    for (size_t i = 0; i < items.size(); ++i) {
+      if (items[i].kind == PassItem::Kind::host_sync) at.push_back(i);
+    }
+    return at;
+  };
+  LayerContext c = context(deepspeed);
+  // After the MLP's norm, before its first GEMM.
+  const auto forward = layer_forward(c);
+  const size_t norm = index_of(forward, "mlp_norm");
+  CHECK(syncs(forward) == std::vector<size_t>{norm + 1, norm + 2});
+  CHECK(index_of(forward, "mlp_up") > norm + 2);
+  // A full recompute runs the layer's forward again; the backward itself has none, nor does a
+  // selective recompute (the core attention alone).
+  CHECK(syncs(layer_backward(c)).empty());
+  c.recompute = Recompute::full;
+  const auto backward = layer_backward(c);
+  CHECK(syncs(backward).size() == 2);
+  CHECK(backward[syncs(backward).front()].work.name == "recompute_host_sync");
+  c.recompute = Recompute::selective;
+  CHECK(syncs(layer_backward(c)).empty());
+}
+
 TEST_CASE("kernel time is the largest of compute, memory and launch overhead") {
   // compute_model.hpp: a roofline with three roofs; the host issues one kernel per overhead.
   const GpuSpec gpu = test_gpu();
