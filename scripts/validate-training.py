@@ -1436,7 +1436,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                          "at the fitted values, e.g. vtrain-single=6")
     ap.add_argument("--set", action="append", default=[], metavar="PATH=VALUE", dest="sets",
                     help="a prismsim --set after each case's own (repeatable), e.g. "
-                         "host.layer_syncs=0: the validation of a what-if")
+                         "host.layer_syncs=0: the validation of a what-if; not a fitted path")
     ap.add_argument("--quiet", action="store_true", help="no per-case lines")
     ap.add_argument("--json", help="write every figure to this JSON file")
     args = ap.parse_args(argv)
@@ -1466,6 +1466,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         elif args.fit:
             params, grid_every = load_fit_config(Path(args.fit))
         grid_every.update(parse_grid_every(args.grid_every, "--grid-every"))
+        fitted = {p.path for p in params}
+        for s in args.sets:
+            if s.partition("=")[0] in fitted:
+                raise InputError(f"error: --set '{s}': {s.partition('=')[0]} is fitted "
+                                 f"({'--param' if args.param else args.fit}); its values come "
+                                 f"from the fit")
         legend = approximation_legend()
         try:
             check_params(params, cases, set(legend))

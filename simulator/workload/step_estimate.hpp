@@ -20,7 +20,8 @@ namespace prismsim {
 /// matches the simulator for DDP and ZeRO jobs without overlap, one gradient bucket, analytic
 /// layer collectives and no deferred output-layer weight gradients when the network has no
 /// contention. Kernel shapes are built once; seconds()
-/// re-times them for any compute-model and host parameters.
+/// re-times them for any compute-model and host times (the blocking copies, `host.layer_syncs`,
+/// are part of the shapes: the scenario's count).
 class StepEstimate {
  public:
   StepEstimate(const Scenario& scenario, const Topology& topology);
@@ -29,7 +30,7 @@ class StepEstimate {
   double seconds(const GpuSpec& gpu, const HostSpec& host) const;
 
  private:
-  /// A kernel of a pass in issue order, or an analytic collective (work unused).
+  /// A kernel of a pass in issue order, an analytic collective or a blocking copy (work unused).
   struct PassItemCost {
     KernelWork work;
     Precision precision = Precision::bf16;

@@ -22,11 +22,14 @@ PassItem collective(CollectiveOp op, double bytes, LayerGroup group, const char*
   return item;
 }
 
-PassItem host_sync() {
-  PassItem item;
-  item.kind = PassItem::Kind::host_sync;
-  item.work.name = "host_sync";
-  return item;
+/// The blocking copies before a layer's MLP (`host.layer_syncs`).
+void host_syncs(std::vector<PassItem>& items, const LayerContext& c) {
+  for (int i = 0; i < c.syncs_before_mlp; ++i) {
+    PassItem item;
+    item.kind = PassItem::Kind::host_sync;
+    item.work.name = "host_sync";
+    items.push_back(std::move(item));
+  }
 }
 
 /// Sizes of one rank's slice of a layer.
@@ -680,6 +683,8 @@ std::vector<PassItem> op_recompute(const LayerContext& c) {
   }
   items.push_back(kernel(residual("attention_residual", s)));
   norm_forward(items, "mlp_norm", s, c.eager_layers, norm_writes_fp8(c));
+  // Eagerly the layer's Python reruns up to the MLP's column layers, its copies too.
+  if (c.eager_layers) host_syncs(items, c);
   columns(mlp_projections(c, s));
   activation_forward(items, c, s);
   return items;
@@ -724,7 +729,7 @@ std::vector<PassItem> layer_forward(const LayerContext& c) {
   adapter(LinearModule::attention_output);
   items.push_back(kernel(residual("attention_residual", s)));
   norm_forward(items, "mlp_norm", s, c.eager_layers, norm_writes_fp8(c));
-  for (int i = 0; i < c.syncs_before_mlp; ++i) items.push_back(host_sync());
+  host_syncs(items, c);
   column_forward(items, c, s, mlp_projections(c, s));
   adapter(LinearModule::mlp_up);
   activation_forward(items, c, s);

@@ -44,3 +44,11 @@ if [ "$status" -ne 2 ]; then
   echo "FAIL: --set without '=' exited $status, expected 2"
   exit 1
 fi
+# A fitted path cannot be set: the fit's values would replace it.
+python3 "$root/scripts/validate-training.py" --list --data "$data" --suites megatron-ci \
+  --fit --set host.layer_launch=1ms >/dev/null 2>&1
+status=$?
+if [ "$status" -ne 2 ]; then
+  echo "FAIL: --fit --set host.layer_launch exited $status, expected 2"
+  exit 1
+fi

@@ -1265,6 +1265,14 @@ TEST_CASE(
   CHECK(backward[syncs(backward).front()].work.name == "recompute_host_sync");
   c.recompute = Recompute::selective;
   CHECK(syncs(layer_backward(c)).empty());
+  // torchtitan's per-op recompute reruns the layer's Python up to the MLP only when eager.
+  const std::vector<std::string> per_op = {"parallelism.framework=torchtitan",
+                                           "parallelism.data_parallel=fsdp",
+                                           "parallelism.recompute=per_op", "host.layer_syncs=2"};
+  CHECK(syncs(layer_backward(context(per_op))).size() == 2);
+  auto compiled = per_op;
+  compiled.push_back("parallelism.torch_compile=true");
+  CHECK(syncs(layer_backward(context(compiled))).empty());
 }
 
 TEST_CASE("kernel time is the largest of compute, memory and launch overhead") {
