@@ -459,9 +459,9 @@ TEST_CASE(
   // microseconds a step already without them).
   CHECK(closed_form(with_syncs(s, 2)) - closed_form(s) == rel(synced - host_bound, 1e-9));
   // A host ahead of the device (8 us a launch; 8K-token sequences, whose attention outlasts the
-  // launches) loses its lead at the copies: the short element-wise kernels after them, whose
-  // launches it had issued early, now wait for it (torchtitan's eager layers have such kernels
-  // before the MLP's GEMMs). Measured 1.56 launches a copy when this test was written.
+  // launches) loses its lead at the copies: the MLP's kernels, which it had issued early, now
+  // wait for its launches (here the MLP's GEMM takes about a launch, and torchtitan's eager
+  // activation after it is several short kernels). 1.56 launches a copy when this was written.
   Scenario ahead =
       tiny({"parallelism.gpus=1", "parallelism.tp=1", "parallelism.pp=1", "parallelism.dp=1",
             "parallelism.recompute=full", "parallelism.framework=torchtitan",
