@@ -80,15 +80,15 @@ struct Model {
 double& parameter(Model& m, const std::string& name) {
   ComputeModelSpec& c = m.gpu.compute;
   if (name == "gemm_efficiency") {
-    auto it = c.gemm_efficiency_by_precision.find(m.gemm_precision);
-    return it != c.gemm_efficiency_by_precision.end() ? it->second : c.gemm_efficiency;
+    return ComputeModelSpec::entry_or(c.gemm_efficiency_by_precision, m.gemm_precision,
+                                      c.gemm_efficiency);
   }
   if (name == "gemm_half_size") return c.gemm_half_size;
   if (name == "gemm_latency") return c.gemm_latency_s;
   if (name == "memory_efficiency") return c.memory_efficiency;
   if (name == "attention_efficiency") {
-    auto it = c.attention_efficiency_by_backend.find(m.attention_backend);
-    return it != c.attention_efficiency_by_backend.end() ? it->second : c.attention_efficiency;
+    return ComputeModelSpec::entry_or(c.attention_efficiency_by_backend, m.attention_backend,
+                                      c.attention_efficiency);
   }
   if (name == "kernel_launch") return m.host.kernel_launch_s;
   if (name == "collective_launch") return m.host.collective_launch_s;

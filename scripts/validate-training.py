@@ -1452,10 +1452,6 @@ def main(argv: Sequence[str] | None = None) -> int:
             cases = [c for c in cases if re.search(args.groups, c.group)]
             if not cases:
                 raise InputError(f"error: --groups '{args.groups}' matches no group")
-        for s in args.sets:
-            if "=" not in s or not s.partition("=")[0]:
-                raise InputError(f"error: --set '{s}': expected PATH=VALUE")
-        cases = [replace(c, sets=tuple(c.sets) + tuple(args.sets)) for c in cases]
         params: list[FitParameter] = []
         grid_every: dict[str, int] = {}
         if args.param:
@@ -1468,10 +1464,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         grid_every.update(parse_grid_every(args.grid_every, "--grid-every"))
         fitted = {p.path for p in params}
         for s in args.sets:
-            if s.partition("=")[0] in fitted:
-                raise InputError(f"error: --set '{s}': {s.partition('=')[0]} is fitted "
+            path = s.partition("=")[0]
+            if "=" not in s or not path:
+                raise InputError(f"error: --set '{s}': expected PATH=VALUE")
+            if path in fitted:
+                raise InputError(f"error: --set '{s}': {path} is fitted "
                                  f"({'--param' if args.param else args.fit}); its values come "
                                  f"from the fit")
+        cases = [replace(c, sets=tuple(c.sets) + tuple(args.sets)) for c in cases]
         legend = approximation_legend()
         try:
             check_params(params, cases, set(legend))

@@ -45,13 +45,17 @@ struct ComputeModelSpec {
 
   /// gemm_efficiency for `precision`.
   double gemm_efficiency_for(Precision precision) const {
-    auto it = gemm_efficiency_by_precision.find(precision);
-    return it == gemm_efficiency_by_precision.end() ? gemm_efficiency : it->second;
+    return entry_or(gemm_efficiency_by_precision, precision, gemm_efficiency);
   }
   /// attention_efficiency for kernels of `backend`.
   double attention_efficiency_for(AttentionBackend backend) const {
-    auto it = attention_efficiency_by_backend.find(backend);
-    return it == attention_efficiency_by_backend.end() ? attention_efficiency : it->second;
+    return entry_or(attention_efficiency_by_backend, backend, attention_efficiency);
+  }
+  /// The value of `key` in `by_key` if it has one, else `every` (writable through a mutable map).
+  template <typename Map, typename Key, typename Value>
+  static Value& entry_or(Map& by_key, const Key& key, Value& every) {
+    auto it = by_key.find(key);
+    return it == by_key.end() ? every : it->second;
   }
 };
 
