@@ -1305,6 +1305,75 @@ def print_spearman(rows: list[dict], fitted: bool) -> None:
             print(line)
 
 
+# A layout measured at several global batches: its step time against its microbatch count.
+BATCH_SETS = ("workload.global_batch", "workload.microbatch", "parallelism.dp")
+
+
+def microbatches(case: Case) -> int | None:
+    """Microbatches a step per data-parallel replica, where the case's sets give all three."""
+    values = {}
+    for s in case.sets:
+        path, _, value = s.partition("=")
+        if path in BATCH_SETS:
+            values[path] = value
+    try:
+        g, b, dp = (int(values[k]) for k in BATCH_SETS)
+    except (KeyError, ValueError):
+        return None
+    return g // (b * dp) if b * dp > 0 and g % (b * dp) == 0 else None
+
+
+def least_squares(xs: Sequence[float], ys: Sequence[float]) -> tuple[float, float]:
+    """Intercept and slope of the line through (xs, ys)."""
+    mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
+    slope = sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / \
+        sum((x - mx) ** 2 for x in xs)
+    return my - slope * mx, slope
+
+
+def batch_lines(cases: Sequence[Case], simulated: dict[str, float]) -> list[dict]:
+    """Per layout (a group's cases equal but for the global batch) measured at >= 2 microbatch
+    counts: the least-squares line of the step time against the count, measured and simulated.
+    The slope is what one more microbatch costs (the pipeline's slowest stage in steady state);
+    the intercept what a step costs besides (pipeline fill and drain, gradient reduction,
+    optimizer). Splits a group's error into a per-microbatch and a per-step part."""
+    layouts: dict[tuple, list[tuple[int, Case]]] = {}
+    for c in cases:
+        m = microbatches(c)
+        if m is None or c.id not in simulated:
+            continue
+        rest = tuple(s for s in c.sets if s.partition("=")[0] != "workload.global_batch")
+        layouts.setdefault((c.group, c.scenario, rest), []).append((m, c))
+    lines = []
+    for (group, _, rest), members in layouts.items():
+        if len({m for m, _ in members}) < 2:
+            continue
+        xs = [float(m) for m, _ in members]
+        mi, ms = least_squares(xs, [c.measured_s for _, c in members])
+        si, ss = least_squares(xs, [simulated[c.id] for _, c in members])
+        lines.append({"group": group, "layout": list(rest),
+                      "microbatches": sorted(int(x) for x in xs),
+                      "measured_slope_s": ms, "measured_intercept_s": mi,
+                      "simulated_slope_s": ss, "simulated_intercept_s": si})
+    return lines
+
+
+def print_batch_lines(lines: Sequence[dict]) -> None:
+    groups: dict[str, list[dict]] = {}
+    for line in lines:
+        groups.setdefault(line["group"], []).append(line)
+    print(f"{'group':46} {'layouts':>7} {'slope err':>9} {'|slope err|':>11} "
+          f"{'intercept err':>13}")
+    for g, members in sorted(groups.items()):
+        errs = [m["simulated_slope_s"] / m["measured_slope_s"] - 1 for m in members
+                if m["measured_slope_s"] > 0]
+        icpt = [m["simulated_intercept_s"] - m["measured_intercept_s"] for m in members]
+        mean = sum(errs) / len(errs) if errs else None
+        spread = sum(abs(e) for e in errs) / len(errs) if errs else None
+        print(f"{g[:46]:46} {len(members):7d} {pct(mean, 9)} {pct(spread, 11)} "
+              f"{1e3 * sum(icpt) / len(icpt):+11.1f}ms")
+
+
 def describe(p: FitParameter) -> str:
     """`path per scope`, with its factor and case filters."""
     def filters(pairs: Sequence[tuple[str, tuple[str, ...]]]) -> str:
@@ -1519,6 +1588,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     print("== Spearman rank correlation per sub-group (one group, GPU count, batch and sequence)")
     print_spearman(rows, report is not None)
     print()
+    lines = batch_lines(cases, base)
+    if lines:
+        print("== per layout measured at several global batches: step time against microbatches "
+              "a step (current model; mean over the group's layouts; --json has each)")
+        print("slope: the time of one more microbatch, simulated / measured - 1; intercept: "
+              "the rest of a step, simulated - measured")
+        print_batch_lines(lines)
+        print()
     if report:
         print_fit(report, cases)
         for cid, why in sorted(report.failures.items()):
@@ -1556,6 +1633,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                           "approximated": list(c.approximated)} for c in cases],
                "groups": [{k: (sub(v) if isinstance(v, dict) else v) for k, v in r.items()}
                           for r in rows],
+               "batch_lines": lines,
                "simulations": sim.simulated, "cached": sim.cached}
         if report:
             def named(u):

@@ -415,6 +415,43 @@ for bad in ({"path": PEAK, "min": "0.5us", "max": "1us", "factor": True},
     except ValueError:
         check(f"param_from_dict refuses {bad}", True)
 
+# --- per-microbatch lines: a layout's step time against its microbatch count ----------------
+def batch_case(cid, group, gb, mb, dp, tp, measured):
+    return vt.Case(id=cid, suite="vtrain-single", group=group, subgroup="s", measured_s=measured,
+                   scenario="x.yaml", sets=(f"parallelism.gpus={dp * tp}",
+                                            f"workload.global_batch={gb}",
+                                            f"workload.microbatch={mb}", f"parallelism.tp={tp}",
+                                            f"parallelism.dp={dp}"), attrs={})
+
+
+# Layout A (tp 1, dp 2, mb 2): measured 0.03 + 0.010 m, simulated 0.05 + 0.008 m, m = 2, 4, 8.
+line_cases, line_sim = [], {}
+for gb in (8, 16, 32):
+    m = gb // 4
+    c = batch_case(f"a{gb}", "G", gb, 2, 2, 1, 0.03 + 0.010 * m)
+    line_cases.append(c)
+    line_sim[c.id] = 0.05 + 0.008 * m
+# Layout B (tp 2): one microbatch count only, not a line; a case without its batch sets: skipped.
+line_cases.append(batch_case("b", "G", 8, 2, 2, 2, 1.0))
+line_sim["b"] = 1.0
+bare = vt.Case(id="n", suite="throughput", group="G", subgroup="s", measured_s=1.0,
+               scenario="x.yaml", sets=("parallelism.tp=2",), attrs={})
+line_cases.append(bare)
+line_sim["n"] = 1.0
+check("microbatches a step per replica", vt.microbatches(line_cases[1]) == 4,
+      f"{vt.microbatches(line_cases[1])}")
+check("no microbatch count without the batch sets", vt.microbatches(bare) is None)
+lines = vt.batch_lines(line_cases, line_sim)
+check("one line: the layout measured at three counts", len(lines) == 1, f"{lines}")
+if lines:
+    got = lines[0]
+    check("line's microbatch counts", got["microbatches"] == [2, 4, 8], f"{got}")
+    for key, want in (("measured_slope_s", 0.010), ("measured_intercept_s", 0.03),
+                      ("simulated_slope_s", 0.008), ("simulated_intercept_s", 0.05)):
+        check(f"line's {key}", near(got[key], want, 1e-9), f"{got[key]} != {want}")
+    check("line's layout without the batch", all("global_batch" not in s for s in got["layout"]),
+          f"{got['layout']}")
+
 if failures:
     print(f"FAIL validate_training_test: {len(failures)} of {checks} checks failed")
     for f in failures:
