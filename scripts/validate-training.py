@@ -1342,17 +1342,16 @@ def batch_lines(cases: Sequence[Case], simulated: dict[str, float]) -> list[dict
         m = microbatches(c)
         if m is None or c.id not in simulated:
             continue
-        rest = tuple(s for s in c.sets if s.partition("=")[0] != "workload.global_batch")
+        rest = tuple(s for s in c.sets if set_path(s) != "workload.global_batch")
         layouts.setdefault((c.group, c.scenario, rest), []).append((m, c))
     lines = []
     for (group, _, rest), members in layouts.items():
         if len({m for m, _ in members}) < 2:
             continue
-        xs = [float(m) for m, _ in members]
-        mi, ms = least_squares(xs, [c.measured_s for _, c in members])
-        si, ss = least_squares(xs, [simulated[c.id] for _, c in members])
-        lines.append({"group": group, "layout": list(rest),
-                      "microbatches": sorted(int(x) for x in xs),
+        counts = [m for m, _ in members]
+        mi, ms = least_squares(counts, [c.measured_s for _, c in members])
+        si, ss = least_squares(counts, [simulated[c.id] for _, c in members])
+        lines.append({"group": group, "layout": list(rest), "microbatches": sorted(counts),
                       "measured_slope_s": ms, "measured_intercept_s": mi,
                       "simulated_slope_s": ss, "simulated_intercept_s": si})
     return lines
@@ -1533,7 +1532,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         grid_every.update(parse_grid_every(args.grid_every, "--grid-every"))
         fitted = {p.path for p in params}
         for s in args.sets:
-            path = s.partition("=")[0]
+            path = set_path(s)
             if "=" not in s or not path:
                 raise InputError(f"error: --set '{s}': expected PATH=VALUE")
             if path in fitted:

@@ -228,8 +228,7 @@ void read_host(MapReader& r, Scenario& s) {
   assign(s.host.layer_launch_s,
          h.quantity("layer_launch", false, units::parse_duration, limits::kLatency));
   assign(s.host.step_s, h.quantity("step", false, units::parse_duration, kHostStep));
-  if (auto syncs = h.integer("layer_syncs", false, 0, 64))
-    s.host.layer_syncs = static_cast<int>(*syncs);
+  assign(s.host.layer_syncs, h.integer("layer_syncs", false, 0, 64));
   h.finish();
 }
 
