@@ -193,7 +193,8 @@ def check_ci_case(case: str, sets: Sequence[str], codes: Sequence[str], args: di
              "parallelism.data_parallel": "ddp", "parallelism.recompute": "none",
              "parallelism.overlap_gradient_reduce": "false", "parallelism.schedule": "1f1b",
              "parallelism.sequence_parallel": "false", "workload.precision": "bf16",
-             "workload.model.attention": "flash", "engine.collective_algorithm": "auto"}
+             "workload.model.attention": "flash", "engine.collective_algorithm": "auto",
+             "parallelism.gradient_accumulation": "fused"}
     for s in sets:
         path, _, v = s.partition("=")
         value[path] = v
@@ -212,6 +213,8 @@ def check_ci_case(case: str, sets: Sequence[str], codes: Sequence[str], args: di
         "workload.model.attention":
             "unfused" if args.get("--transformer-impl") == "local" else "flash",
         "engine.collective_algorithm": "ring" if args.get("NCCL_ALGO") == "Ring" else "auto",
+        "parallelism.gradient_accumulation":
+            "main_grad" if on("--no-gradient-accumulation-fusion") else "fused",
     }
     for path, want in expected.items():
         if value[path] != want:
@@ -268,7 +271,7 @@ def load_megatron_ci(data: Path) -> list[Case]:
     for name, (line, sets, codes) in sorted(by_case.items()):
         if name not in found:
             raise InputError(f"{table}:{line}: error: no measured case '{name}' in {root}")
-        check_ci_case(name, sets, common_codes + codes,
+        check_ci_case(name, common_sets + sets, common_codes + codes,
                       ci_arguments(root / name / "model_config.yaml"), f"{table}:{line}")
         cases.append(Case(
             id=f"megatron-ci:{name}", suite="megatron-ci", group=CI_GROUP,

@@ -7,6 +7,7 @@ namespace {
 
 using DP = DataParallelKind;
 using PD = ParallelDim;
+using GA = GradientAccumulation;
 
 FrameworkPreset megatron_lm() {
   FrameworkPreset f;
@@ -15,6 +16,9 @@ FrameworkPreset megatron_lm() {
   f.order = {PD::tp, PD::cp, PD::dp, PD::pp};  // Megatron-Core's "tp-cp-ep-dp-pp"
   f.data_parallel_modes = {DP::ddp, DP::zero1, DP::fsdp};
   f.pipeline_transfers = {PipelineTransfer::full};
+  // --gradient-accumulation-fusion (on unless --no-gradient-accumulation-fusion): the wgrad GEMM
+  // accumulates into main_grad; without it DDP's backward hook adds .grad into main_grad.
+  f.gradient_accumulations = {GA::fused, GA::main_grad};
   f.blocking_pipeline_sends = true;     // batched isend/irecv, waited for
   f.interleaved_receives_ahead = true;  // overlap_p2p_comm, on by default
   f.reduce_16bit_in_fp32 = true;        // accumulate_allreduce_grads_in_fp32 for bf16
@@ -37,13 +41,17 @@ FrameworkPreset megatron_deepspeed() {
   f.order = {PD::tp, PD::cp, PD::dp, PD::pp};  // DeepSpeed's axes [pipe, data, model]
   f.data_parallel_modes = {DP::ddp, DP::zero1, DP::zero2, DP::fsdp};
   f.pipeline_transfers = {PipelineTransfer::scatter_gather, PipelineTransfer::full};
+  // The fused branch of LinearWithGradAccumulationAndAsyncCommunication.backward is commented
+  // out (since c2ea914f): autograd adds each weight gradient into .grad, which DeepSpeed's
+  // optimizers set to None after the step (zero_grad(set_to_none=True)).
+  f.gradient_accumulations = {GA::autograd};
   f.blocking_pipeline_sends = true;  // DeepSpeed's pipeline engine: dist.send / dist.recv
   f.bucket_elements = 5e8;           // MEMORY_OPT_ALLREDUCE_SIZE, reduce_bucket_size
   f.overlaps_dgrad_reduce = true;    // Megatron's ColumnParallelLinear (async_grad_allreduce)
   f.query_key_layer_scaling = true;  // apply_query_key_layer_scaling, on unless turned off
   f.attention_backend = AttentionBackend::flash2;  // --use-flash-attn-v2: the flash_attn package
   // Fitted on vTrain's 1,440 single-node rows (prismsim-calibrate-compute, calibration/README.md).
-  f.host = {72.8e-6, 6.304e-6, 0};
+  f.host = {68.11e-6, 2.426e-6, 0};
   // ParallelTransformerLayer.forward makes its `moe_loss` and `mlp_bias` placeholders with
   // torch.tensor(0.0, device=...) before the MLP: two blocking copies (docs/frameworks.md).
   f.host.layer_syncs = 2;
@@ -57,6 +65,7 @@ FrameworkPreset torchtitan() {
   f.order = {PD::tp, PD::cp, PD::dp, PD::pp};  // mesh (pp, dp_replicate, dp_shard, cp, tp)
   f.data_parallel_modes = {DP::fsdp, DP::ddp};
   f.pipeline_transfers = {PipelineTransfer::full};
+  f.gradient_accumulations = {GA::autograd};  // PyTorch's .grad; zero_grad sets it to None
   f.blocking_pipeline_sends = true;
   f.sequence_parallel = true;        // enable_sequence_parallel
   f.overlap_gradient_reduce = true;  // torch DDP reduces buckets during the backward pass
@@ -113,6 +122,18 @@ const char* to_string(DataParallelKind kind) {
 
 const char* to_string(PipelineTransfer transfer) {
   return transfer == PipelineTransfer::full ? "full" : "scatter_gather";
+}
+
+const char* to_string(GradientAccumulation accumulation) {
+  switch (accumulation) {
+    case GA::fused:
+      return "fused";
+    case GA::main_grad:
+      return "main_grad";
+    case GA::autograd:
+      return "autograd";
+  }
+  return "?";
 }
 
 }  // namespace prismsim

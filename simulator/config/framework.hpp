@@ -14,9 +14,10 @@ struct FrameworkPreset {
   const char* name = "";
   /// Rank placement, innermost first (every framework puts data parallelism inside pipeline).
   std::vector<ParallelDim> order;
-  std::vector<DataParallelKind> data_parallel_modes;  ///< the first is the default
-  std::vector<PipelineTransfer> pipeline_transfers;   ///< the first is the default
-  bool blocking_pipeline_sends = true;                ///< 1F1B and GPipe
+  std::vector<DataParallelKind> data_parallel_modes;         ///< the first is the default
+  std::vector<PipelineTransfer> pipeline_transfers;          ///< the first is the default
+  std::vector<GradientAccumulation> gradient_accumulations;  ///< the first is the default
+  bool blocking_pipeline_sends = true;                       ///< 1F1B and GPipe
   /// Interleaved: each pass's receive posted after the rank's previous pass of its direction
   /// (Megatron's overlap_p2p_comm), not on reaching the pass.
   bool interleaved_receives_ahead = false;
@@ -75,5 +76,6 @@ const FrameworkPreset& framework_preset(Framework framework);
 const char* to_string(Framework framework);
 const char* to_string(DataParallelKind kind);
 const char* to_string(PipelineTransfer transfer);
+const char* to_string(GradientAccumulation accumulation);
 
 }  // namespace prismsim

@@ -189,6 +189,24 @@ void read_framework_mechanics(MapReader& p, Scenario& s) {
                        p.path_of("wgrad_deferral_limit")));
   }
 
+  par.gradient_accumulation = f.gradient_accumulations.front();
+  assign(par.gradient_accumulation,
+         p.choice("gradient_accumulation", false, {"fused", "main_grad", "autograd"}));
+  const auto& accumulations = f.gradient_accumulations;
+  if (std::find(accumulations.begin(), accumulations.end(), par.gradient_accumulation) ==
+      accumulations.end()) {
+    std::vector<std::string> names;
+    for (GradientAccumulation a : accumulations) names.emplace_back(to_string(a));
+    refuse(p, "gradient_accumulation",
+           fmt::format("{} has no gradient_accumulation '{}'; it has {}", framework,
+                       to_string(par.gradient_accumulation), alternatives(names)));
+  } else if (par.defer_embedding_wgrad &&
+             par.gradient_accumulation != GradientAccumulation::fused) {
+    refuse(p, "gradient_accumulation",
+           "defer_embedding_wgrad needs gradient_accumulation fused (Megatron-Core refuses "
+           "defer_embedding_wgrad_compute without gradient_accumulation_fusion)");
+  }
+
   if (par.recompute == Recompute::per_op && !f.has_per_op_recompute) {
     refuse(p, "recompute",
            fmt::format("{} has no per-op selective checkpointing; recompute per_op is "

@@ -288,6 +288,13 @@ enum class Framework { megatron_lm, megatron_deepspeed, torchtitan };
 /// parallelism the activation is already 1/tp.
 enum class PipelineTransfer { full, scatter_gather };
 enum class PipelineSchedule { gpipe, one_f_one_b, interleaved };
+/// Where a weight gradient goes while a step's microbatches accumulate it: fused: the wgrad GEMM
+/// adds it into the fp32 main gradient itself (Megatron's gradient_accumulation_fusion);
+/// main_grad: a backward hook adds each `.grad` into the main gradient, every microbatch
+/// (Megatron without the fusion); autograd: PyTorch's autograd adds it into `.grad` from the
+/// step's second microbatch on, `.grad` being set to None after the optimizer (DeepSpeed,
+/// PyTorch DDP).
+enum class GradientAccumulation { fused, main_grad, autograd };
 /// none; selective: the attention core (Megatron's `--recompute-granularity selective`); full: the
 /// whole layer; per_op: torchtitan's per-op selective checkpointing (`selective_ac_option: op`).
 enum class Recompute { none, selective, full, per_op };
@@ -375,6 +382,9 @@ struct ParallelismSpec {
   /// Megatron-Core's `cross_entropy_loss_fusion`: the loss's forward and backward one fused
   /// kernel each; false: a kernel per tensor op of `vocab_parallel_cross_entropy`.
   bool cross_entropy_fusion = false;
+  /// How weight gradients accumulate over a step's microbatches, while the rank keeps them
+  /// (not with `reduce_every_microbatch`).
+  GradientAccumulation gradient_accumulation = GradientAccumulation::fused;
 
   int ranks() const { return dp * tp * pp * cp; }
 };

@@ -56,7 +56,8 @@ const std::vector<std::string> kTransformerOnlyKeys = {"sequence_parallel",
                                                        "wgrad_deferral_limit",
                                                        "torch_compile",
                                                        "fused_projections",
-                                                       "cross_entropy_fusion"};
+                                                       "cross_entropy_fusion",
+                                                       "gradient_accumulation"};
 
 const std::vector<std::string> kPrecisionNames = {"fp32", "tf32", "bf16", "fp16", "fp8", "fp4"};
 /// In the order of AttentionBackend.

@@ -67,7 +67,8 @@ double peak_held(const std::vector<PipelinePass>& passes,
 double pipeline_makespan(PipelineSchedule schedule, int pp, int virtual_stages, int microbatches,
                          const std::vector<double>& forward_s,
                          const std::vector<double>& backward_s, double transfer_s,
-                         bool receives_ahead) {
+                         bool receives_ahead, const std::vector<double>& first_backward_s) {
+  const auto& first_backward = first_backward_s.empty() ? backward_s : first_backward_s;
   const int v = schedule == PipelineSchedule::interleaved ? virtual_stages : 1;
   const int stages = pp * v;
   std::vector<std::vector<PipelinePass>> order(static_cast<size_t>(pp));
@@ -105,8 +106,9 @@ double pipeline_makespan(PipelineSchedule schedule, int pp, int virtual_stages, 
           start = (from % pp) == s ? std::max(start, it->second)
                                    : std::max(start, std::max(posted, it->second) + transfer_s);
         }
-        const double duration =
-            pass.forward ? forward_s[static_cast<size_t>(vs)] : backward_s[static_cast<size_t>(vs)];
+        const double duration = pass.forward           ? forward_s[static_cast<size_t>(vs)]
+                                : pass.microbatch == 0 ? first_backward[static_cast<size_t>(vs)]
+                                                       : backward_s[static_cast<size_t>(vs)];
         free_at[static_cast<size_t>(s)] = start + duration;
         direction_done[static_cast<size_t>(s)][direction] = start + duration;
         done[{pass.forward, pass.microbatch, vs}] = start + duration;

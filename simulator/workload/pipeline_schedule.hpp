@@ -37,11 +37,13 @@ inline int virtual_stage(int chunk, int stage, int pp) { return chunk * pp + sta
 /// finished the producing pass and the receiver is free to take it, and the pass follows it;
 /// with `receives_ahead`, once the receiver has finished its previous pass of the same direction
 /// (it posted the receive then: Megatron's overlap_p2p_comm), so that the transfer can run while
-/// it computes another pass. The closed form that the simulator must match where nothing else
-/// interferes.
+/// it computes another pass. Microbatch 0's backward passes take first_backward_s[v] where given
+/// (autograd's first weight gradients, which add into nothing). The closed form that the
+/// simulator must match where nothing else interferes.
 double pipeline_makespan(PipelineSchedule schedule, int pp, int virtual_stages, int microbatches,
                          const std::vector<double>& forward_s,
                          const std::vector<double>& backward_s, double transfer_s,
-                         bool receives_ahead = false);
+                         bool receives_ahead = false,
+                         const std::vector<double>& first_backward_s = {});
 
 }  // namespace prismsim

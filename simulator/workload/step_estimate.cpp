@@ -14,6 +14,7 @@ StepEstimate::StepEstimate(const Scenario& s, const Topology& topology)
       virtual_stages_(s.parallelism.virtual_stages),
       microbatches_(microbatches_per_replica(s)),
       receives_ahead_(s.parallelism.pipeline_receives_ahead),
+      autograd_accumulation_(s.parallelism.gradient_accumulation == GradientAccumulation::autograd),
       precision_(s.workload.precision) {
   const auto& p = s.parallelism;
   const LayerContext context = layer_context(s);
@@ -57,6 +58,7 @@ StepEstimate::StepEstimate(const Scenario& s, const Topology& topology)
                 hiding_gemm_offset(item.op, p.tp_comm_overlap, item.hidden_by_previous_gemm);
           }
           c.module_runs = item.module_runs;
+          c.gradient_accumulation = item.gradient_accumulation;
           cost.items.push_back(std::move(c));
         }
       }
@@ -109,16 +111,17 @@ StepEstimate::StepEstimate(const Scenario& s, const Topology& topology)
     rank_parameters = std::max(rank_parameters, parameters);
   }
   optimizer_ = optimizer_step(optimizer_parameters, gradient_bytes, element_bytes);
-  zero_gradients_ = zero_gradients(rank_parameters, gradient_bytes);
+  if (!autograd_accumulation_) zero_gradients_ = zero_gradients(rank_parameters, gradient_bytes);
 }
 
-double StepEstimate::pass_seconds(const PassCost& pass, const GpuSpec& gpu,
-                                  const HostSpec& host) const {
+double StepEstimate::pass_seconds(const PassCost& pass, const GpuSpec& gpu, const HostSpec& host,
+                                  bool first_gradients) const {
   // As issue_in_order in the job builder: the device waits for the host's launches.
   double host_s = 0, device_s = 0;
   const auto& items = pass.items;
   for (size_t i = 0; i < items.size(); ++i) {
     const PassItemCost& item = items[i];
+    if (first_gradients && item.gradient_accumulation) continue;
     if (item.host_sync) {
       device_s = host_s = std::max(device_s, host_s + host.kernel_launch_s);
       continue;
@@ -141,15 +144,20 @@ double StepEstimate::pass_seconds(const PassCost& pass, const GpuSpec& gpu,
 }
 
 double StepEstimate::seconds(const GpuSpec& gpu, const HostSpec& host) const {
-  std::vector<double> forward_s, backward_s;
+  std::vector<double> forward_s, backward_s, first_backward_s;
   for (const auto& pass : forward_) forward_s.push_back(pass_seconds(pass, gpu, host));
-  for (const auto& pass : backward_) backward_s.push_back(pass_seconds(pass, gpu, host));
-  const double optimizer_s =
-      std::max(host.kernel_launch_s, kernel_seconds(optimizer_, gpu, precision_)) +
-      std::max(host.kernel_launch_s, kernel_seconds(zero_gradients_, gpu, precision_));
+  for (const auto& pass : backward_) {
+    backward_s.push_back(pass_seconds(pass, gpu, host));
+    if (autograd_accumulation_) first_backward_s.push_back(pass_seconds(pass, gpu, host, true));
+  }
+  double optimizer_s = std::max(host.kernel_launch_s, kernel_seconds(optimizer_, gpu, precision_));
+  if (zero_gradients_) {
+    optimizer_s +=
+        std::max(host.kernel_launch_s, kernel_seconds(*zero_gradients_, gpu, precision_));
+  }
   return host.step_s +
          pipeline_makespan(schedule_, pp_, virtual_stages_, microbatches_, forward_s, backward_s,
-                           transfer_s_, receives_ahead_) +
+                           transfer_s_, receives_ahead_, first_backward_s) +
          data_parallel_s_ + optimizer_s;
 }
 

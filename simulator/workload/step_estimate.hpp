@@ -1,5 +1,6 @@
 #pragma once
 
+#include <optional>
 #include <vector>
 
 #include "config/scenario.hpp"
@@ -34,23 +35,28 @@ class StepEstimate {
   struct PassItemCost {
     KernelWork work;
     Precision precision = Precision::bf16;
-    double communication_s = -1;  ///< >= 0: an analytic collective of this cost
-    int hiding_gemm = 0;          ///< a collective: as hiding_gemm_offset
-    int module_runs = 0;          ///< as PassItem::module_runs
-    bool host_sync = false;       ///< a blocking copy: the host then waits for the device
+    double communication_s = -1;         ///< >= 0: an analytic collective of this cost
+    int hiding_gemm = 0;                 ///< a collective: as hiding_gemm_offset
+    int module_runs = 0;                 ///< as PassItem::module_runs
+    bool host_sync = false;              ///< a blocking copy: the host then waits for the device
+    bool gradient_accumulation = false;  ///< as PassItem::gradient_accumulation
   };
   struct PassCost {
     std::vector<PassItemCost> items;
   };
-  double pass_seconds(const PassCost& pass, const GpuSpec& gpu, const HostSpec& host) const;
+  /// With `first_gradients`, without the adds into kept gradients (autograd's first backward).
+  double pass_seconds(const PassCost& pass, const GpuSpec& gpu, const HostSpec& host,
+                      bool first_gradients = false) const;
 
   PipelineSchedule schedule_;
   int pp_ = 1, virtual_stages_ = 1, microbatches_ = 1;
   bool receives_ahead_ = false;
+  bool autograd_accumulation_ = false;        ///< the first backward adds into no kept gradient
   std::vector<PassCost> forward_, backward_;  ///< per virtual stage
   double transfer_s_ = 0;
   double data_parallel_s_ = 0;  ///< slowest stage's gradient collectives and fixed all-reduces
-  KernelWork optimizer_, zero_gradients_;  ///< of the stage with the most parameters to update
+  KernelWork optimizer_;        ///< of the stage with the most parameters to update
+  std::optional<KernelWork> zero_gradients_;  ///< none when autograd sets `.grad` to None
   Precision precision_ = Precision::bf16;
 };
 

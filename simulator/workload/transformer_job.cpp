@@ -97,6 +97,22 @@ LayerContext layer_context(const Scenario& s) {
   c.query_key_layer_scaling = framework.query_key_layer_scaling;
   c.attention_backend = s.workload.attention_backend.value_or(framework.attention_backend);
   c.syncs_before_mlp = s.host.layer_syncs;
+  // A weight gradient kept over the step's microbatches: autograd reads and writes `.grad` and
+  // reads the new one; Megatron's hook adds the new `.grad` into the main gradient.
+  if (!s.parallelism.reduce_every_microbatch) {
+    const double e = c.activation_bytes;
+    const double main_grad = bytes_per_element(s.parallelism.gradient_reduce_precision);
+    switch (s.parallelism.gradient_accumulation) {
+      case GradientAccumulation::fused:
+        break;
+      case GradientAccumulation::main_grad:
+        c.gradient_accumulation_bytes = e + 2 * main_grad;
+        break;
+      case GradientAccumulation::autograd:
+        c.gradient_accumulation_bytes = 3 * e;
+        break;
+    }
+  }
   c.lora = s.workload.lora;
   c.lora_gathers_input = c.lora && c.sequence_parallel && s.parallelism.tp_comm_overlap;
   return c;
@@ -299,9 +315,17 @@ class TransformerJobBuilder {
   /// parallelism.stage_times entry (1 without one).
   double stage_time_scale(bool forward, int vs);
   /// The ops of units [begin, end) of a forward or backward pass of virtual stage `vs`; with
-  /// `defer_wgrad`, without the output layer's weight gradient.
+  /// `defer_wgrad`, without the output layer's weight gradient; with `first_gradients`, without
+  /// the adds into gradients kept from earlier microbatches (autograd's first backward).
   const std::vector<OpTemplate>& templates(bool forward, int vs, size_t begin, size_t end,
-                                           const LayerGroups& groups, bool defer_wgrad = false);
+                                           const LayerGroups& groups, bool defer_wgrad = false,
+                                           bool first_gradients = false);
+  /// Whether a backward pass makes the step's first weight gradients, which autograd assigns
+  /// to `.grad` rather than adds (the first backward of each chunk is of microbatch 0).
+  bool first_gradients(const PipelinePass& pass) const {
+    return !pass.forward && pass.microbatch == 0 &&
+           p_.gradient_accumulation == GradientAccumulation::autograd;
+  }
   /// The output layer's weight gradients of `count` microbatches, one after the other: the
   /// pipeline flush's drain of deferred ones (Megatron-Core's finish_embedding_wgrad_compute).
   const std::vector<OpTemplate>& deferred_wgrads(int count, const LayerGroups& groups);
@@ -538,9 +562,11 @@ const std::vector<OpTemplate>& TransformerJobBuilder::templates_of(
 const std::vector<OpTemplate>& TransformerJobBuilder::templates(bool forward, int vs, size_t begin,
                                                                 size_t end,
                                                                 const LayerGroups& groups,
-                                                                bool defer_wgrad) {
+                                                                bool defer_wgrad,
+                                                                bool first_gradients) {
   const char kind = forward ? 'f' : defer_wgrad ? 'd' : 'b';
-  const std::string key = fmt::format("{}{}:{}-{}:{}", kind, vs, begin, end, groups.key());
+  const std::string key = fmt::format("{}{}{}:{}-{}:{}", kind, first_gradients ? "1" : "", vs,
+                                      begin, end, groups.key());
   if (auto it = templates_.find(key); it != templates_.end()) return it->second;
   const StageLayers& layers = layers_[static_cast<size_t>(vs)];
   const std::string name = fmt::format("{} layers {}-{}", forward ? "forward" : "backward",
@@ -549,7 +575,9 @@ const std::vector<OpTemplate>& TransformerJobBuilder::templates(bool forward, in
   const auto& all = units(forward, vs);
   for (size_t u = begin; u < end; ++u) {
     for (const PassItem& item : all[u].items) {
-      if (!(defer_wgrad && item.embedding_wgrad)) items.push_back(&item);
+      if (defer_wgrad && item.embedding_wgrad) continue;
+      if (first_gradients && item.gradient_accumulation) continue;
+      items.push_back(&item);
     }
   }
   return templates_of(key, name, items, groups, stage_time_scale(forward, vs));
@@ -810,8 +838,9 @@ std::shared_ptr<Program> TransformerJobBuilder::rank_program(int rank) {
                  groups, pass.microbatch);
           }
         }
-        emit(compute, templates(pass.forward, vs, u, u + 1, groups, defer_wgrad), groups,
-             pass.microbatch, &ref);
+        emit(compute,
+             templates(pass.forward, vs, u, u + 1, groups, defer_wgrad, first_gradients(pass)),
+             groups, pass.microbatch, &ref);
         if (reduces) {
           if (copies && unit_gradients > 0) {
             emit(compute,
@@ -841,8 +870,9 @@ std::shared_ptr<Program> TransformerJobBuilder::rank_program(int rank) {
       for (size_t u = 0; u < pass_units.size(); ++u) {
         pending_elements += pass_units[u].trainable;
         if (pending_elements >= per_bucket || u + 1 == pass_units.size()) {
-          emit(compute, templates(false, vs, begin, u + 1, groups, defer_wgrad), groups,
-               pass.microbatch, &ref);
+          emit(compute,
+               templates(false, vs, begin, u + 1, groups, defer_wgrad, first_gradients(pass)),
+               groups, pass.microbatch, &ref);
           begin = u + 1;
           close_bucket(zero2);
         }
@@ -859,8 +889,10 @@ std::shared_ptr<Program> TransformerJobBuilder::rank_program(int rank) {
         begin = u;
       }
     } else {
-      emit(compute, templates(pass.forward, vs, 0, pass_units.size(), groups, defer_wgrad), groups,
-           pass.microbatch, &ref);
+      emit(compute,
+           templates(pass.forward, vs, 0, pass_units.size(), groups, defer_wgrad,
+                     first_gradients(pass)),
+           groups, pass.microbatch, &ref);
     }
     if (sends) {
       compute.push_back(ops::Send{stage_rank(pass.forward ? vs + 1 : vs - 1), transfer_bytes,
@@ -901,11 +933,15 @@ std::shared_ptr<Program> TransformerJobBuilder::rank_program(int rank) {
   if (const auto& norm = norm_group_[static_cast<size_t>(rank)]) {
     compute.push_back(collective(CollectiveOp::all_reduce, 8, *norm));
   }
-  emit(compute,
-       {single_kernel_segment(
-            "optimizer", optimizer_step(optimizer_parameters, gradient_bytes_, element_bytes_)),
-        single_kernel_segment("optimizer", zero_gradients(rank_trained, gradient_bytes_))},
-       groups, -1);
+  std::vector<OpTemplate> step_end = {single_kernel_segment(
+      "optimizer", optimizer_step(optimizer_parameters, gradient_bytes_, element_bytes_))};
+  // Megatron zeroes its gradient buffer for the next step; autograd's frameworks set `.grad`
+  // to None instead (zero_grad(set_to_none=True)).
+  if (p_.gradient_accumulation != GradientAccumulation::autograd) {
+    step_end.push_back(
+        single_kernel_segment("optimizer", zero_gradients(rank_trained, gradient_bytes_)));
+  }
+  emit(compute, step_end, groups, -1);
   if (fsdp && p_.fsdp_float8_all_gather) {
     // torchtitan's precompute_float8_dynamic_scale_for_fsdp: the amax of every FP8 linear's
     // shard, then one all-reduce (max) of them over the shard group, for the next step's gathers.

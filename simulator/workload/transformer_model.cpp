@@ -1,7 +1,9 @@
 #include "workload/transformer_model.hpp"
 
+#include <algorithm>
 #include <array>
 #include <cmath>
+#include <iterator>
 
 namespace prismsim {
 namespace {
@@ -30,6 +32,17 @@ void host_syncs(std::vector<PassItem>& items, const LayerContext& c) {
     item.work.name = "host_sync";
     items.push_back(std::move(item));
   }
+}
+
+/// The add of a weight gradient of `elements` into the one kept from the step's earlier
+/// microbatches, after the kernels that computed it (none when the wgrad GEMM accumulates).
+void accumulate_gradient(std::vector<PassItem>& items, const LayerContext& c,
+                         const std::string& weight, double elements) {
+  if (c.gradient_accumulation_bytes <= 0) return;
+  PassItem item =
+      kernel(memory_bound(weight + "_grad_accumulate", elements * c.gradient_accumulation_bytes));
+  item.gradient_accumulation = true;
+  items.push_back(std::move(item));
 }
 
 /// Sizes of one rank's slice of a layer.
@@ -69,21 +82,27 @@ double gather_bytes(const LayerContext& c, const Shape& s, bool quantized) {
 void region_entry(std::vector<PassItem>& items, const LayerContext& c, const Shape& s, bool forward,
                   bool fp8 = false) {
   if (c.tp == 1) return;
-  if (c.sequence_parallel) {
-    items.push_back(forward ? collective(CollectiveOp::all_gather, gather_bytes(c, s, fp8),
-                                         LayerGroup::tp, "tp_all_gather")
-                            : collective(CollectiveOp::reduce_scatter, s.activation_bytes(),
-                                         LayerGroup::tp, "tp_reduce_scatter"));
-  } else if (!forward) {
-    items.push_back(collective(CollectiveOp::all_reduce, s.activation_bytes(), LayerGroup::tp,
-                               "tp_all_reduce"));
+  if (forward) {
+    if (c.sequence_parallel) {
+      items.push_back(collective(CollectiveOp::all_gather, gather_bytes(c, s, fp8), LayerGroup::tp,
+                                 "tp_all_gather"));
+    }
+    return;
   }
   // Backward, the reduction of the column layers' input gradient: Megatron and Transformer
   // Engine issue it after the dgrad GEMM and wait for it after the wgrad GEMM, which the item
   // before it is when the layers' projections are one GEMM (and the weights are not frozen).
-  if (!forward && c.overlap_dgrad_reduce && !c.lora && items.size() > 1) {
-    const PassItem& previous = items[items.size() - 2];
-    items.back().hidden_by_previous_gemm =
+  // The layer's function returns after the wait; autograd then adds its weight gradient.
+  auto at = items.end();
+  while (at != items.begin() && std::prev(at)->gradient_accumulation) --at;
+  at = items.insert(at, c.sequence_parallel
+                            ? collective(CollectiveOp::reduce_scatter, s.activation_bytes(),
+                                         LayerGroup::tp, "tp_reduce_scatter")
+                            : collective(CollectiveOp::all_reduce, s.activation_bytes(),
+                                         LayerGroup::tp, "tp_all_reduce"));
+  if (c.overlap_dgrad_reduce && !c.lora && at != items.begin()) {
+    const PassItem& previous = *std::prev(at);
+    at->hidden_by_previous_gemm =
         previous.kind == PassItem::Kind::kernel && previous.work.kernel_class == KernelClass::gemm;
   }
 }
@@ -437,6 +456,7 @@ void linear_backward(std::vector<PassItem>& items, const LayerContext& c, const 
     items.push_back(kernel(axiswise_cast(prefix + "_input_quantize_t", tokens * in, e, false)));
     items.push_back(kernel(linear_gemm(prefix + "_wgrad", in, out, tokens, e)));
     items.push_back(kernel(rescale(prefix + "_wgrad_rescale", in * out, e)));
+    accumulate_gradient(items, c, prefix, in * out);
     return;
   }
   const bool gathered_grad = split == Split::row && gathered(c);
@@ -465,6 +485,7 @@ void linear_backward(std::vector<PassItem>& items, const LayerContext& c, const 
     items.push_back(kernel(transpose(prefix + "_grad_transpose", tokens * out, c.quantized_bytes)));
   }
   items.push_back(kernel(std::move(wgrad)));
+  accumulate_gradient(items, c, prefix, in * out);
 }
 
 /// With the current tensor's amax, a column layer's input (the norm's bf16 output) is cast on
@@ -813,9 +834,10 @@ std::vector<PassItem> embedding_backward(const LayerContext& c) {
   std::vector<PassItem> items;
   region_exit(items, c, s, false);
   // Scatter-add the rows into the rank's dense slice of the table gradient.
+  const double table = c.padded_vocab() / c.tp * s.hidden;
   items.push_back(
-      kernel(memory_bound("embedding_backward", 2 * s.tokens * s.hidden * s.e +
-                                                    c.padded_vocab() / c.tp * s.hidden * s.e)));
+      kernel(memory_bound("embedding_backward", 2 * s.tokens * s.hidden * s.e + table * s.e)));
+  accumulate_gradient(items, c, "embedding", table);
   return items;
 }
 
@@ -880,8 +902,14 @@ std::vector<PassItem> head_backward(const LayerContext& c) {
   // The output layer is not a Transformer Engine module (Megatron-Core's ColumnParallelLinear;
   // torchtitan's float8 conversion skips `output`): it stays in the workload's precision.
   linear_backward(items, c, "output_head", Split::column, s.tokens, s.hidden, vocab, s.e, false);
-  // Not FP8; linear_backward's last item is the wgrad, when there is one (not under LoRA).
-  if (!c.lora) items.back().embedding_wgrad = true;
+  // Not FP8: the wgrad, when there is one (not under LoRA), is the last GEMM. Deferring it needs
+  // fused accumulation, so no add follows it then.
+  if (!c.lora) {
+    auto wgrad = std::find_if(items.rbegin(), items.rend(), [](const PassItem& item) {
+      return item.work.name == "output_head_wgrad";
+    });
+    wgrad->embedding_wgrad = true;
+  }
   region_entry(items, c, s, false);
   norm_backward(items, "final_norm", s, c.eager_head);
   return items;

@@ -30,6 +30,9 @@ struct PassItem {
   /// that it costs only what that GEMM does not hide: a column layer's input-gradient
   /// reduction beside its wgrad GEMM (`parallelism.overlap_dgrad_reduce`).
   bool hidden_by_previous_gemm = false;
+  /// Adds a weight gradient into the one kept from the step's earlier microbatches
+  /// (`parallelism.gradient_accumulation`); autograd's runs from the second microbatch on.
+  bool gradient_accumulation = false;
 };
 
 /// One rank's share of a transformer: its tensor- and context-parallel slice of one microbatch.
@@ -74,6 +77,10 @@ struct LayerContext {
   /// Megatron-Core): unfused attention without the softmax kernel scales the fp32 scores in a
   /// kernel of its own.
   bool query_key_layer_scaling = false;
+  /// Bytes moved per weight element to add a weight gradient into the one the rank keeps over a
+  /// step's microbatches: 0 when the wgrad GEMM accumulates itself (fused) or gradients are
+  /// reduced every microbatch; else as `parallelism.gradient_accumulation` does it.
+  double gradient_accumulation_bytes = 0;
   /// Blocking host-device synchronisations before the MLP of every forward run of a layer
   /// (`host.layer_syncs`).
   int syncs_before_mlp = 0;

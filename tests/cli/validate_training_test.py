@@ -106,6 +106,15 @@ for det, codes, ok in ((True, ["ci-deterministic"], True), (False, [], True),
     check_refusal(f"check_ci_case deterministic={det} codes={codes}",
                   lambda: vt.check_ci_case("c", [], codes, args, "t.csv:2"), not ok, "t.csv:2")
 
+# ... and its gradient accumulation: --no-gradient-accumulation-fusion is Megatron's hook
+# (main_grad), the default the fused wgrad GEMM.
+no_fusion = {"--no-gradient-accumulation-fusion": "true"}
+for args, sets, ok in ((no_fusion, ["parallelism.gradient_accumulation=main_grad"], True),
+                       ({}, [], True), (no_fusion, [], False),
+                       ({}, ["parallelism.gradient_accumulation=main_grad"], False)):
+    check_refusal(f"check_ci_case accumulation args={args} sets={sets}",
+                  lambda: vt.check_ci_case("c", sets, [], args, "t.csv:2"), not ok, "t.csv:2")
+
 # Context parallelism names its framework's K/V exchange: Transformer Engine's ring or
 # torchtitan's ring attention; none without CP.
 for cp, framework, codes, ok in ((2, "megatron-lm", ["te-cp-ring"], True),

@@ -473,6 +473,101 @@ TEST_CASE(
   CHECK(closed_form(with_syncs(ahead, 2)) - closed_form(ahead) == rel(waits - lead, 1e-6));
 }
 
+namespace {
+
+/// Seconds and count of one microbatch's adds into kept weight gradients on a single-stage job:
+/// every layer's linear layers, the output layer's and the embedding table's.
+std::pair<double, int> gradient_adds(const Scenario& s) {
+  const LayerContext c = layer_context(s);
+  double seconds = 0;
+  int count = 0;
+  auto add = [&](const std::vector<PassItem>& items, int times) {
+    for (const PassItem& item : items) {
+      if (!item.gradient_accumulation) continue;
+      seconds += times * kernel_seconds(item.work, s.platform.gpu, s.workload.precision);
+      count += times;
+    }
+  };
+  add(layer_backward(c), c.model.layers);
+  add(head_backward(c), 1);
+  add(embedding_backward(c), 1);
+  return {seconds, count};
+}
+
+}  // namespace
+
+TEST_CASE(
+    "weight gradients accumulate as the framework adds them: the fused GEMM never, Megatron's "
+    "hook every microbatch, autograd from the second, simulated and closed form") {
+  // tiny-gpt on one GPU, 16 microbatches a step, gradients in an fp32 main gradient (Megatron)
+  // or reduced in fp32 (DeepSpeed, here), so that only the accumulation differs.
+  auto one_gpu = [](std::vector<std::string> extra) {
+    std::vector<std::string> o = {"parallelism.gpus=1",
+                                  "parallelism.tp=1",
+                                  "parallelism.pp=1",
+                                  "parallelism.dp=1",
+                                  "parallelism.gradient_reduce_precision=fp32",
+                                  "workload.attention_backend=cudnn",
+                                  "host.layer_syncs=0"};
+    o.insert(o.end(), extra.begin(), extra.end());
+    return tiny(o);
+  };
+  auto closed_form = [](const Scenario& x) {
+    return StepEstimate(x, Topology(x.platform)).seconds(x.platform.gpu, x.host);
+  };
+  const Scenario fused = one_gpu({});
+  const Scenario hook = one_gpu({"parallelism.gradient_accumulation=main_grad"});
+  const Scenario autograd = one_gpu({"parallelism.framework=megatron-deepspeed"});
+  REQUIRE(autograd.parallelism.gradient_accumulation == GradientAccumulation::autograd);
+  CHECK(gradient_adds(fused).second == 0);
+  // qkv, attention output, MLP up and down in each of the 4 layers; the output layer (untied);
+  // the embedding table.
+  const auto [hook_s, hook_adds] = gradient_adds(hook);
+  CHECK(hook_adds == 4 * 4 + 2);
+  const auto [autograd_s, autograd_adds] = gradient_adds(autograd);
+  CHECK(autograd_adds == hook_adds);
+  // Bytes an element: the hook reads the bf16 gradient and reads and writes the fp32 main one;
+  // autograd reads both bf16 gradients and writes one.
+  const LayerContext c = layer_context(hook);
+  const double qkv = 256.0 * 3 * 256;
+  auto qkv_add_bytes = [](const Scenario& x) {
+    for (const PassItem& item : layer_backward(layer_context(x))) {
+      if (item.work.name == "qkv_projection_grad_accumulate") return item.work.bytes;
+    }
+    return 0.0;
+  };
+  CHECK(c.model.hidden == 256);
+  CHECK(qkv_add_bytes(hook) == rel((2 + 4 + 4) * qkv, 1e-12));
+  CHECK(qkv_add_bytes(autograd) == rel(3 * 2 * qkv, 1e-12));
+
+  // Every microbatch adds with the hook.
+  const double fused_step = simulate_step(fused);
+  CHECK(simulate_step(hook) - fused_step == rel(16 * hook_s, 1e-9));
+  CHECK(closed_form(hook) - closed_form(fused) == rel(16 * hook_s, 1e-9));
+  // Autograd adds from the second microbatch on, and the optimizer sets `.grad` to None where
+  // Megatron zeroes its buffer for the next step.
+  const double parameters = 4 * layer_parameters(c.model) + 2 * embedding_parameters(c);
+  const double zeroing_s =
+      kernel_seconds(zero_gradients(parameters, 4), fused.platform.gpu, fused.workload.precision);
+  CHECK(simulate_step(autograd) - fused_step == rel(15 * autograd_s - zeroing_s, 1e-9));
+  CHECK(closed_form(autograd) - closed_form(fused) == rel(15 * autograd_s - zeroing_s, 1e-9));
+
+  SUBCASE("in a pipeline each stage's first backward adds into nothing") {
+    // PP 4 of one layer a stage: the closed form, with microbatch 0's backward passes lighter,
+    // matches the simulation as it does without the adds (check_pipeline's tolerance).
+    const Scenario piped =
+        one_gpu({"parallelism.framework=megatron-deepspeed", "parallelism.gpus=4",
+                 "parallelism.pp=4", "parallelism.pipeline_sends=async"});
+    CHECK(simulate_step(piped) == rel(closed_form(piped), 1e-6));
+  }
+  SUBCASE("gradients reduced every microbatch are not kept: nothing to add") {
+    const Scenario zero2 =
+        one_gpu({"parallelism.framework=megatron-deepspeed", "parallelism.gpus=2",
+                 "parallelism.dp=2", "parallelism.data_parallel=zero2"});
+    CHECK(gradient_adds(zero2).second == 0);
+  }
+}
+
 TEST_CASE("analytic tensor-parallel collectives use the algorithm the engine forces") {
   // engine.collective_algorithm: ring; the network runs rings, the analytic charge must too.
   const auto [network_s, analytic_s] = tp_step_times(1, "ring");

@@ -108,6 +108,17 @@ std::string errors_of(const std::string& path, const std::vector<std::string>& o
   return "";
 }
 
+/// tiny-gpt on 2 GPUs of h100-ndr under `framework` with `tp` x `pp`, written to `scratch`.
+std::string framework_scenario(const Scratch& scratch, const std::string& framework, int tp,
+                               int pp) {
+  return scratch.write(framework + ".yaml",
+                       "name: t\nplatform: " PRISMSIM_SOURCE_DIR
+                       "/platforms/h100-ndr.yaml\nworkload: " PRISMSIM_SOURCE_DIR
+                       "/workloads/tiny-gpt.yaml\nparallelism:\n  framework: " +
+                           framework + "\n  gpus: 2\n  tp: " + std::to_string(tp) +
+                           "\n  pp: " + std::to_string(pp) + "\n  dp: 1\n");
+}
+
 }  // namespace
 
 // ---------------------------------------------------------------------------------------------
@@ -991,6 +1002,24 @@ TEST_CASE("Megatron reduces a column layer's input gradient while its weight gra
     c.overlap_dgrad_reduce = true;
     CHECK(hidden_after(head_backward(c)) == std::vector<std::string>{"output_head_wgrad"});
   }
+  SUBCASE("autograd adds the weight gradient after the wait: the reduction stays by its wgrad") {
+    // Megatron-DeepSpeed's layer returns its weight gradient after waiting for the reduction;
+    // autograd's add into `.grad` follows.
+    LayerContext c = small_context(2);
+    c.overlap_dgrad_reduce = true;
+    c.gradient_accumulation_bytes = 6;
+    const auto backward = layer_backward(c);
+    CHECK(hidden_after(backward) == expected);
+    for (size_t i = 0; i + 1 < backward.size(); ++i) {
+      if (backward[i].kind == PassItem::Kind::collective && backward[i].hidden_by_previous_gemm) {
+        CHECK(backward[i + 1].gradient_accumulation);
+        CHECK(backward[i + 1].work.name ==
+              backward[i - 1].work.name.substr(0, backward[i - 1].work.name.size() - 6) +
+                  "_grad_accumulate");
+      }
+    }
+    CHECK(hidden_after(head_backward(c)) == std::vector<std::string>{"output_head_wgrad"});
+  }
   SUBCASE("projections of their own: the sum of their input gradients comes in between") {
     LayerContext c = small_context(2);
     c.overlap_dgrad_reduce = true;
@@ -1000,11 +1029,7 @@ TEST_CASE("Megatron reduces a column layer's input gradient while its weight gra
   SUBCASE("the loader: on in Megatron's presets, refused for torchtitan") {
     const Scratch scratch;
     auto scenario = [&](const char* framework) {
-      return scratch.write(std::string(framework) + ".yaml",
-                           "name: t\nplatform: " PRISMSIM_SOURCE_DIR
-                           "/platforms/h100-ndr.yaml\nworkload: " PRISMSIM_SOURCE_DIR
-                           "/workloads/tiny-gpt.yaml\nparallelism:\n  framework: " +
-                               std::string(framework) + "\n  gpus: 2\n  tp: 2\n  pp: 1\n  dp: 1\n");
+      return framework_scenario(scratch, framework, 2, 1);
     };
     CHECK(load_scenario(scenario("megatron-lm"), {}).parallelism.overlap_dgrad_reduce);
     CHECK(load_scenario(scenario("megatron-deepspeed"), {}).parallelism.overlap_dgrad_reduce);
@@ -1016,6 +1041,40 @@ TEST_CASE("Megatron reduces a column layer's input gradient while its weight gra
     CHECK(error.find("error: framework 'torchtitan' reduces a layer's input gradient after its "
                      "backward") != std::string::npos);
   }
+}
+
+TEST_CASE("each framework accumulates weight gradients its way, and may be told only its ways") {
+  const Scratch scratch;
+  auto scenario = [&](const char* framework) {
+    return framework_scenario(scratch, framework, 1, 2);
+  };
+  auto mode = [&](const char* framework, std::vector<std::string> sets = {}) {
+    return load_scenario(scenario(framework), sets).parallelism.gradient_accumulation;
+  };
+  CHECK(mode("megatron-lm") == GradientAccumulation::fused);
+  CHECK(mode("megatron-lm", {"parallelism.gradient_accumulation=main_grad"}) ==
+        GradientAccumulation::main_grad);
+  CHECK(mode("megatron-deepspeed") == GradientAccumulation::autograd);
+  CHECK(mode("torchtitan", {"parallelism.data_parallel=ddp"}) == GradientAccumulation::autograd);
+  CHECK(errors_of(scenario("torchtitan"),
+                  {"parallelism.data_parallel=ddp", "parallelism.gradient_accumulation=main_grad"})
+            .find("error: framework 'torchtitan' has no gradient_accumulation 'main_grad'; it has "
+                  "autograd") != std::string::npos);
+  CHECK(errors_of(scenario("megatron-lm"), {"parallelism.defer_embedding_wgrad=true",
+                                            "parallelism.gradient_accumulation=main_grad"})
+            .find("error: defer_embedding_wgrad needs gradient_accumulation fused") !=
+        std::string::npos);
+  // What it costs a layer: nothing fused or reduced every microbatch; else bytes an element.
+  auto bytes = [&](const char* framework, std::vector<std::string> sets = {}) {
+    return layer_context(load_scenario(scenario(framework), sets)).gradient_accumulation_bytes;
+  };
+  CHECK(bytes("megatron-lm") == 0);
+  CHECK(bytes("megatron-lm", {"parallelism.gradient_accumulation=main_grad"}) == 2 + 4 + 4);
+  CHECK(bytes("megatron-lm", {"parallelism.gradient_accumulation=main_grad",
+                              "parallelism.gradient_reduce_precision=bf16"}) == 2 + 2 + 2);
+  CHECK(bytes("megatron-deepspeed") == 3 * 2);
+  CHECK(bytes("megatron-deepspeed", {"workload.precision=fp16"}) == 3 * 2);
+  CHECK(bytes("torchtitan", {"parallelism.gpus=4", "parallelism.dp=2"}) == 0);  // FSDP
 }
 
 TEST_CASE("unfused attention without the softmax kernel runs each of Megatron's ops eagerly") {
