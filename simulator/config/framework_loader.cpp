@@ -205,6 +205,12 @@ void read_framework_mechanics(MapReader& p, Scenario& s) {
     refuse(p, "gradient_accumulation",
            "defer_embedding_wgrad needs gradient_accumulation fused (Megatron-Core refuses "
            "defer_embedding_wgrad_compute without gradient_accumulation_fusion)");
+  } else if (par.reduce_every_microbatch) {
+    refuse(p, "gradient_accumulation",
+           fmt::format("'{}' applies where a rank keeps its gradients over the step's "
+                       "microbatches; with gradient_sync every_microbatch ({}) they are reduced "
+                       "after each one",
+                       p.path_of("gradient_accumulation"), to_string(par.data_parallel)));
   }
 
   if (par.recompute == Recompute::per_op && !f.has_per_op_recompute) {

@@ -1064,6 +1064,12 @@ TEST_CASE("each framework accumulates weight gradients its way, and may be told 
                                             "parallelism.gradient_accumulation=main_grad"})
             .find("error: defer_embedding_wgrad needs gradient_accumulation fused") !=
         std::string::npos);
+  // Gradients reduced every microbatch are not kept: the key would change nothing.
+  CHECK(errors_of(scenario("megatron-deepspeed"),
+                  {"parallelism.gpus=4", "parallelism.dp=2", "parallelism.data_parallel=zero2",
+                   "parallelism.gradient_accumulation=autograd"})
+            .find("error: 'parallelism.gradient_accumulation' applies where a rank keeps its "
+                  "gradients") != std::string::npos);
   // What it costs a layer: nothing fused or reduced every microbatch; else bytes an element.
   auto bytes = [&](const char* framework, std::vector<std::string> sets = {}) {
     return layer_context(load_scenario(scenario(framework), sets)).gradient_accumulation_bytes;
