@@ -124,16 +124,13 @@ const char* to_string(PipelineTransfer transfer) {
   return transfer == PipelineTransfer::full ? "full" : "scatter_gather";
 }
 
+const std::vector<std::string>& gradient_accumulation_names() {
+  static const std::vector<std::string> names = {"fused", "main_grad", "autograd"};
+  return names;
+}
+
 const char* to_string(GradientAccumulation accumulation) {
-  switch (accumulation) {
-    case GA::fused:
-      return "fused";
-    case GA::main_grad:
-      return "main_grad";
-    case GA::autograd:
-      return "autograd";
-  }
-  return "?";
+  return gradient_accumulation_names()[static_cast<size_t>(accumulation)].c_str();
 }
 
 }  // namespace prismsim

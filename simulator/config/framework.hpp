@@ -76,6 +76,8 @@ const FrameworkPreset& framework_preset(Framework framework);
 const char* to_string(Framework framework);
 const char* to_string(DataParallelKind kind);
 const char* to_string(PipelineTransfer transfer);
+/// The names of the gradient accumulation modes, in the order of the enum.
+const std::vector<std::string>& gradient_accumulation_names();
 const char* to_string(GradientAccumulation accumulation);
 
 }  // namespace prismsim

@@ -18,6 +18,19 @@ void refuse(MapReader& p, std::string_view key, const std::string& why) {
   if (const ConfigNode* node = p.get(key, false)) p.diags().error(node->loc, why);
 }
 
+/// Whether `framework` offers `value` for `key`; if not, reports it with the values it offers.
+template <class Mode>
+bool offered(MapReader& p, std::string_view key, const std::string& framework, Mode value,
+             const std::vector<Mode>& modes) {
+  if (std::find(modes.begin(), modes.end(), value) != modes.end()) return true;
+  std::vector<std::string> names;
+  for (Mode mode : modes) names.emplace_back(to_string(mode));
+  refuse(p, key,
+         fmt::format("{} has no {} '{}'; it has {}", framework, key, to_string(value),
+                     alternatives(names)));
+  return false;
+}
+
 }  // namespace
 
 void read_framework_mechanics(MapReader& p, Scenario& s) {
@@ -26,14 +39,7 @@ void read_framework_mechanics(MapReader& p, Scenario& s) {
   const std::string framework = fmt::format("framework '{}'", f.name);
   const bool fsdp = par.data_parallel == DataParallelKind::fsdp;
 
-  if (std::find(f.data_parallel_modes.begin(), f.data_parallel_modes.end(), par.data_parallel) ==
-      f.data_parallel_modes.end()) {
-    std::vector<std::string> modes;
-    for (DataParallelKind kind : f.data_parallel_modes) modes.emplace_back(to_string(kind));
-    refuse(p, "data_parallel",
-           fmt::format("{} has no data_parallel '{}'; it has {}", framework,
-                       to_string(par.data_parallel), alternatives(modes)));
-  }
+  offered(p, "data_parallel", framework, par.data_parallel, f.data_parallel_modes);
 
   par.pipeline_transfer = f.pipeline_transfers.front();
   assign(par.pipeline_transfer, p.choice("pipeline_transfer", false, {"full", "scatter_gather"}));
@@ -191,26 +197,20 @@ void read_framework_mechanics(MapReader& p, Scenario& s) {
 
   par.gradient_accumulation = f.gradient_accumulations.front();
   assign(par.gradient_accumulation,
-         p.choice("gradient_accumulation", false, {"fused", "main_grad", "autograd"}));
-  const auto& accumulations = f.gradient_accumulations;
-  if (std::find(accumulations.begin(), accumulations.end(), par.gradient_accumulation) ==
-      accumulations.end()) {
-    std::vector<std::string> names;
-    for (GradientAccumulation a : accumulations) names.emplace_back(to_string(a));
-    refuse(p, "gradient_accumulation",
-           fmt::format("{} has no gradient_accumulation '{}'; it has {}", framework,
-                       to_string(par.gradient_accumulation), alternatives(names)));
-  } else if (par.defer_embedding_wgrad &&
-             par.gradient_accumulation != GradientAccumulation::fused) {
-    refuse(p, "gradient_accumulation",
-           "defer_embedding_wgrad needs gradient_accumulation fused (Megatron-Core refuses "
-           "defer_embedding_wgrad_compute without gradient_accumulation_fusion)");
-  } else if (par.reduce_every_microbatch) {
-    refuse(p, "gradient_accumulation",
-           fmt::format("'{}' applies where a rank keeps its gradients over the step's "
-                       "microbatches; with gradient_sync every_microbatch ({}) they are reduced "
-                       "after each one",
-                       p.path_of("gradient_accumulation"), to_string(par.data_parallel)));
+         p.choice("gradient_accumulation", false, gradient_accumulation_names()));
+  if (offered(p, "gradient_accumulation", framework, par.gradient_accumulation,
+              f.gradient_accumulations)) {
+    if (par.defer_embedding_wgrad && par.gradient_accumulation != GradientAccumulation::fused) {
+      refuse(p, "gradient_accumulation",
+             "defer_embedding_wgrad needs gradient_accumulation fused (Megatron-Core refuses "
+             "defer_embedding_wgrad_compute without gradient_accumulation_fusion)");
+    } else if (par.reduce_every_microbatch) {
+      refuse(p, "gradient_accumulation",
+             fmt::format("'{}' applies where a rank keeps its gradients over the step's "
+                         "microbatches; with gradient_sync every_microbatch ({}) they are "
+                         "reduced after each one",
+                         p.path_of("gradient_accumulation"), to_string(par.data_parallel)));
+    }
   }
 
   if (par.recompute == Recompute::per_op && !f.has_per_op_recompute) {

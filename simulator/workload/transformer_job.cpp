@@ -322,7 +322,7 @@ class TransformerJobBuilder {
                                            bool first_gradients = false);
   /// Whether a backward pass makes the step's first weight gradients, which autograd assigns
   /// to `.grad` rather than adds (the first backward of each chunk is of microbatch 0).
-  bool first_gradients(const PipelinePass& pass) const {
+  bool makes_first_gradients(const PipelinePass& pass) const {
     return !pass.forward && pass.microbatch == 0 &&
            p_.gradient_accumulation == GradientAccumulation::autograd;
   }
@@ -838,9 +838,10 @@ std::shared_ptr<Program> TransformerJobBuilder::rank_program(int rank) {
                  groups, pass.microbatch);
           }
         }
-        emit(compute,
-             templates(pass.forward, vs, u, u + 1, groups, defer_wgrad, first_gradients(pass)),
-             groups, pass.microbatch, &ref);
+        emit(
+            compute,
+            templates(pass.forward, vs, u, u + 1, groups, defer_wgrad, makes_first_gradients(pass)),
+            groups, pass.microbatch, &ref);
         if (reduces) {
           if (copies && unit_gradients > 0) {
             emit(compute,
@@ -871,7 +872,7 @@ std::shared_ptr<Program> TransformerJobBuilder::rank_program(int rank) {
         pending_elements += pass_units[u].trainable;
         if (pending_elements >= per_bucket || u + 1 == pass_units.size()) {
           emit(compute,
-               templates(false, vs, begin, u + 1, groups, defer_wgrad, first_gradients(pass)),
+               templates(false, vs, begin, u + 1, groups, defer_wgrad, makes_first_gradients(pass)),
                groups, pass.microbatch, &ref);
           begin = u + 1;
           close_bucket(zero2);
@@ -891,7 +892,7 @@ std::shared_ptr<Program> TransformerJobBuilder::rank_program(int rank) {
     } else {
       emit(compute,
            templates(pass.forward, vs, 0, pass_units.size(), groups, defer_wgrad,
-                     first_gradients(pass)),
+                     makes_first_gradients(pass)),
            groups, pass.microbatch, &ref);
     }
     if (sends) {

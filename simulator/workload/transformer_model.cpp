@@ -906,7 +906,7 @@ std::vector<PassItem> head_backward(const LayerContext& c) {
   // fused accumulation, so no add follows it then.
   if (!c.lora) {
     auto wgrad = std::find_if(items.rbegin(), items.rend(), [](const PassItem& item) {
-      return item.work.name == "output_head_wgrad";
+      return item.kind == PassItem::Kind::kernel && item.work.kernel_class == KernelClass::gemm;
     });
     wgrad->embedding_wgrad = true;
   }
