@@ -40,6 +40,10 @@ struct ComputeModelSpec {
   double attention_efficiency = 0.5;  ///< fraction of peak of fused (flash) attention
   /// The same per attention backend (the platform gives every backend or none of them).
   std::map<AttentionBackend, double> attention_efficiency_by_backend;
+  /// Fraction of its FP8 rate that a GEMM with split accumulation keeps: Transformer Engine and
+  /// torchao run dgrad and wgrad without cuBLASLt's fast accumulation (Hopper then promotes the
+  /// partial sums to FP32 registers every few K steps). 1: no cost.
+  double fp8_split_accumulation = 1;
   double memory_efficiency = 0.8;   ///< fraction of HBM bandwidth of memory-bound kernels
   double kernel_overhead_s = 2e-6;  ///< the shortest time a kernel occupies the GPU
 

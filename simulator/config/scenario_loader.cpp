@@ -246,6 +246,7 @@ GpuSpec read_gpu(MapReader& parent) {
     // A fraction for every attention backend, or a map giving each backend's.
     read_fraction_or_map(c, "attention_efficiency", kAttentionBackendNames, true,
                          m.attention_efficiency, m.attention_efficiency_by_backend);
+    assign(m.fp8_split_accumulation, read_fraction(c, "fp8_split_accumulation"));
     assign(m.memory_efficiency, read_fraction(c, "memory_efficiency"));
     assign(m.kernel_overhead_s,
            c.quantity("kernel_overhead", false, units::parse_duration, limits::kLatency));

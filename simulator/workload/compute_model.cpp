@@ -45,6 +45,9 @@ double kernel_seconds(const KernelWork& work, const GpuSpec& gpu, Precision prec
   switch (work.kernel_class) {
     case KernelClass::gemm:
       efficiency = gemm_efficiency(model, precision, work.m, work.n, work.k);
+      if (precision == Precision::fp8 && work.split_accumulation) {
+        efficiency *= model.fp8_split_accumulation;
+      }
       latency_s = model.gemm_latency_s;
       break;
     case KernelClass::attention:

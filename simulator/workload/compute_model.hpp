@@ -20,6 +20,9 @@ struct KernelWork {
   /// quantizes them (`workload.fp8_gemms`, `fp4_gemms`). The output head and attention's own
   /// products do not.
   bool fp8_eligible = false;
+  /// A backward GEMM of such a layer that accumulates in split mode when it runs in FP8
+  /// (`compute.fp8_split_accumulation`).
+  bool split_accumulation = false;
   /// An attention kernel's library, whose efficiency the platform may give apart (other kernel
   /// classes ignore it).
   AttentionBackend attention_backend = AttentionBackend::cudnn;

@@ -416,6 +416,17 @@ KernelWork linear_gemm(std::string name, double m, double n, double k, double e)
   return work;
 }
 
+/// dgrad or wgrad of a transformer layer's linear layer. In FP8 both accumulate in split mode:
+/// Transformer Engine's `_2X_ACC_DGRAD` and `_2X_ACC_WGRAD`, torchao's default
+/// `gemm_config_grad_input` and `gemm_config_grad_weight` (no fast accumulation).
+KernelWork backward_gemm(std::string name, double m, double n, double k, double e,
+                         bool fp8_eligible = true) {
+  KernelWork work = gemm(std::move(name), m, n, k, e);
+  work.fp8_eligible = fp8_eligible;
+  work.split_accumulation = true;
+  return work;
+}
+
 /// Forward of a transformer layer's linear layer, tokens x in -> tokens x out. In FP8 a row
 /// layer's input is cast first; under sequence parallelism without the transposed copy, which
 /// the backward pass makes. Rowwise, the input and the weight are cast before every layer.
@@ -449,12 +460,12 @@ void linear_backward(std::vector<PassItem>& items, const LayerContext& c, const 
   if (fp8 && c.fp8_rowwise()) {
     items.push_back(kernel(axiswise_cast(prefix + "_grad_quantize", tokens * out, e, true)));
     items.push_back(kernel(axiswise_cast(prefix + "_weight_quantize_t", out * in, e, false)));
-    items.push_back(kernel(linear_gemm(prefix + "_dgrad", tokens, in, out, e)));
+    items.push_back(kernel(backward_gemm(prefix + "_dgrad", tokens, in, out, e)));
     items.push_back(kernel(rescale(prefix + "_dgrad_rescale", tokens * in, e)));
     if (!trained) return;
     items.push_back(kernel(axiswise_cast(prefix + "_grad_quantize_t", tokens * out, e, false)));
     items.push_back(kernel(axiswise_cast(prefix + "_input_quantize_t", tokens * in, e, false)));
-    items.push_back(kernel(linear_gemm(prefix + "_wgrad", in, out, tokens, e)));
+    items.push_back(kernel(backward_gemm(prefix + "_wgrad", in, out, tokens, e)));
     items.push_back(kernel(rescale(prefix + "_wgrad_rescale", in * out, e)));
     accumulate_gradient(items, c, prefix, in * out);
     return;
@@ -472,9 +483,8 @@ void linear_backward(std::vector<PassItem>& items, const LayerContext& c, const 
     items.push_back(kernel(cast(prefix + "_grad_quantize", tokens * out, e, c.quantized_bytes,
                                 trained, c.fp8_amax())));
   }
-  KernelWork dgrad = gemm(prefix + "_dgrad", tokens, in, out, e);
-  KernelWork wgrad = gemm(prefix + "_wgrad", in, out, tokens, e);
-  dgrad.fp8_eligible = wgrad.fp8_eligible = fp8_eligible;
+  KernelWork dgrad = backward_gemm(prefix + "_dgrad", tokens, in, out, e, fp8_eligible);
+  KernelWork wgrad = backward_gemm(prefix + "_wgrad", in, out, tokens, e, fp8_eligible);
   items.push_back(kernel(std::move(dgrad)));
   if (!trained) return;
   if (fp8 && (split == Split::column || gathered(c))) {

@@ -215,6 +215,12 @@ TEST_CASE("FP8 layers cast their operands as Transformer Engine does, the head s
       }
     }
     CHECK(gemms == 4 + 8);
+    // The forward GEMMs accumulate fast; dgrad and wgrad in split mode (Transformer Engine's
+    // _2X_ACC_DGRAD and _2X_ACC_WGRAD).
+    for (const auto& item : layer_forward(c)) CHECK_FALSE(item.work.split_accumulation);
+    int split = 0;
+    for (const auto& item : layer_backward(c)) split += item.work.split_accumulation ? 1 : 0;
+    CHECK(split == 8);
     for (const auto& items : {head_forward(c), head_backward(c)}) {
       for (const auto& item : items) {
         if (item.work.kernel_class == KernelClass::gemm) {
@@ -545,6 +551,10 @@ TEST_CASE("rowwise FP8 casts every GEMM operand from bf16 along the GEMM's axis 
             index_of(backward, name + "_wgrad"));
       CHECK(index_of(backward, name + "_dgrad") + 1 == index_of(backward, name + "_dgrad_rescale"));
       CHECK(index_of(backward, name + "_wgrad") + 1 == index_of(backward, name + "_wgrad_rescale"));
+      // The backward GEMMs without fast accumulation (torchao's default grad GEMM configs).
+      CHECK(backward[index_of(backward, name + "_dgrad")].work.split_accumulation);
+      CHECK(backward[index_of(backward, name + "_wgrad")].work.split_accumulation);
+      CHECK_FALSE(forward[index_of(forward, name)].work.split_accumulation);
     }
     // Every layer GEMM in fp8.
     for (const auto& items : {forward, backward}) {
@@ -1225,6 +1235,17 @@ TEST_CASE("kernel time without overhead is the slower of compute and memory (roo
     gpu.peak_flops[Precision::fp4] = 4e15;
     gpu.compute.gemm_efficiency_by_precision[Precision::fp4] = 0.5;
     CHECK(kernel_seconds(g, gpu, Precision::fp4) == rel(expected * 0.75 / (4 * 0.5), 1e-12));
+  }
+  SUBCASE("an FP8 GEMM with split accumulation keeps fp8_split_accumulation of its rate") {
+    KernelWork g = gemm("big", 8192, 8192, 8192, 2);
+    const double fast = kernel_seconds(g, gpu, Precision::fp8);
+    g.split_accumulation = true;
+    CHECK(kernel_seconds(g, gpu, Precision::fp8) == rel(fast, 1e-12));  // the default, 1
+    gpu.compute.fp8_split_accumulation = 0.8;
+    CHECK(kernel_seconds(g, gpu, Precision::fp8) == rel(fast / 0.8, 1e-12));
+    // Only FP8 accumulates in split mode: the same GEMM in bf16 keeps its rate.
+    const double bf16 = kernel_seconds(gemm("big", 8192, 8192, 8192, 2), gpu, Precision::bf16);
+    CHECK(kernel_seconds(g, gpu, Precision::bf16) == rel(bf16, 1e-12));
   }
   SUBCASE("an element-wise kernel is memory-bound") {
     const KernelWork e = memory_bound("add", 3e9);
