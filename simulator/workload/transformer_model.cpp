@@ -421,7 +421,7 @@ KernelWork linear_gemm(std::string name, double m, double n, double k, double e)
 /// `gemm_config_grad_input` and `gemm_config_grad_weight` (no fast accumulation).
 KernelWork backward_gemm(std::string name, double m, double n, double k, double e,
                          bool fp8_eligible = true) {
-  KernelWork work = gemm(std::move(name), m, n, k, e);
+  KernelWork work = linear_gemm(std::move(name), m, n, k, e);
   work.fp8_eligible = fp8_eligible;
   work.split_accumulation = true;
   return work;
@@ -483,9 +483,7 @@ void linear_backward(std::vector<PassItem>& items, const LayerContext& c, const 
     items.push_back(kernel(cast(prefix + "_grad_quantize", tokens * out, e, c.quantized_bytes,
                                 trained, c.fp8_amax())));
   }
-  KernelWork dgrad = backward_gemm(prefix + "_dgrad", tokens, in, out, e, fp8_eligible);
-  KernelWork wgrad = backward_gemm(prefix + "_wgrad", in, out, tokens, e, fp8_eligible);
-  items.push_back(kernel(std::move(dgrad)));
+  items.push_back(kernel(backward_gemm(prefix + "_dgrad", tokens, in, out, e, fp8_eligible)));
   if (!trained) return;
   if (fp8 && (split == Split::column || gathered(c))) {
     // The norm's FP8 output (column) or the cast without its copy (row, sequence-parallel).
@@ -494,7 +492,7 @@ void linear_backward(std::vector<PassItem>& items, const LayerContext& c, const 
   if (fp8 && gathered_grad) {
     items.push_back(kernel(transpose(prefix + "_grad_transpose", tokens * out, c.quantized_bytes)));
   }
-  items.push_back(kernel(std::move(wgrad)));
+  items.push_back(kernel(backward_gemm(prefix + "_wgrad", in, out, tokens, e, fp8_eligible)));
   accumulate_gradient(items, c, prefix, in * out);
 }
 
