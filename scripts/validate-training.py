@@ -872,6 +872,16 @@ def tensor_weights(per_param: Sequence[Sequence[float]]) -> list[float]:
     return out
 
 
+def sparse_tensor_weights(per_param: Sequence[Sequence[float]]) -> list[tuple[int, float]]:
+    """The nonzero entries (grid index, weight) of tensor_weights(per_param), in index order."""
+    out = [(0, 1.0)]
+    for w in per_param:
+        nz = [(j, x) for j, x in enumerate(w) if x != 0.0]
+        n = len(w)
+        out = [(i * n + j, a * x) for i, a in out for j, x in nz]
+    return out
+
+
 class Surrogate:
     """Per case, the log step time on the grid; interpolated in between."""
 
@@ -890,15 +900,15 @@ class Surrogate:
 
 @dataclass
 class Cell:
-    """Training cases of one group that share their variables: their squared log errors, each
-    weighted 1 / (cases of the group), sum to W A W - 2 b W + c for the grid weights W at those
-    variables."""
+    """Training cases of one group that share their variables. Each case's log step times on
+    the grid and its log measured time are scaled by the square root of its weight, 1 / (cases
+    of the group), so the cell's share of the objective is the sum over its cases of
+    (row . W - target)^2 for the grid weights W at those variables."""
 
     group: str
     vars: tuple[Variable, ...]
-    a: list[float]
-    b: list[float]
-    c: float
+    rows: list[list[float]]
+    targets: list[float]
 
 
 def build_cells(s: Surrogate, groups: dict[str, list[str]]) -> list[Cell]:
@@ -906,35 +916,29 @@ def build_cells(s: Surrogate, groups: dict[str, list[str]]) -> list[Cell]:
     squared log error of the group's cases."""
     cells: dict[tuple, Cell] = {}
     for g, ids in sorted(groups.items()):
+        root_w = math.sqrt(1.0 / len(ids))
         for cid in ids:
-            y = s.y[cid]
-            n = len(y)
-            w = 1.0 / len(ids)
-            target = math.log(s.cases[cid].measured_s)
-            key = (g, s.vars[cid])
-            cell = cells.setdefault(key, Cell(g, s.vars[cid], [0.0] * (n * n), [0.0] * n, 0.0))
-            for i in range(n):
-                wy = w * y[i]
-                cell.b[i] += wy * target
-                row = i * n
-                for j in range(n):
-                    cell.a[row + j] += wy * y[j]
-            cell.c += w * target * target
+            cell = cells.setdefault((g, s.vars[cid]), Cell(g, s.vars[cid], [], []))
+            cell.rows.append([root_w * y for y in s.y[cid]])
+            cell.targets.append(root_w * math.log(s.cases[cid].measured_s))
     return list(cells.values())
 
 
 def objective(s: Surrogate, cells: Sequence[Cell], u: dict[Variable, float]) -> float:
+    """Sum over the cells' cases of the weighted squared log error. The grid weights are a
+    tensor product of each variable's interpolation weights, partly zero where the
+    interpolation is local (spline, linear): only the nonzero ones are formed and multiplied,
+    once per set of variables."""
     weights: dict[Variable, list[float]] = {v: s.params[v[0]].weights(x) for v, x in u.items()}
+    grid_weights: dict[tuple[Variable, ...], list[tuple[int, float]]] = {}
     total = 0.0
     for cell in cells:
-        w = tensor_weights([weights[v] for v in cell.vars])
-        n = len(w)
-        quad = 0.0
-        for i in range(n):
-            wi = w[i]
-            if wi != 0.0:
-                quad += wi * sum(a * x for a, x in zip(cell.a[i * n:(i + 1) * n], w))
-        total += quad - 2.0 * sum(b * x for b, x in zip(cell.b, w)) + cell.c
+        w = grid_weights.get(cell.vars)
+        if w is None:
+            w = grid_weights[cell.vars] = sparse_tensor_weights([weights[v] for v in cell.vars])
+        for row, target in zip(cell.rows, cell.targets):
+            e = sum(row[i] * x for i, x in w) - target
+            total += e * e
     return total
 
 

@@ -231,6 +231,20 @@ def run(form, params, tolerance_param, tolerance_logo, label):
         got = math.exp(report.surrogate.predict_log(c.id, u))
         check(f"{label}: surrogate at grid point {point}", near(got, exact, 1e-6),
               f"{got} vs {exact}")
+    # The objective, summed case by case over the nonzero grid weights, is the sum over groups
+    # of each group's mean squared log error of the surrogate: checked away from the optimum,
+    # between grid points (spline weights partly zero, Lagrange weights all nonzero).
+    groups = {}
+    for c in cases:
+        groups.setdefault(c.group, []).append(c)
+    s = report.surrogate
+    u = {v: params[v[0]].u_lo + (0.31 + 0.17 * k) * (params[v[0]].u_hi - params[v[0]].u_lo)
+         for k, v in enumerate(sorted(report.in_sample.u))}
+    brute = sum(sum((s.predict_log(c.id, u) - math.log(c.measured_s)) ** 2 for c in members)
+                / len(members) for members in groups.values())
+    got = vt.objective(s, vt.build_cells(s, {g: [c.id for c in m] for g, m in groups.items()}), u)
+    check(f"{label}: objective = sum of the groups' mean squared log errors",
+          brute > 1e-6 and near(got, brute, 1e-9), f"{got} vs {brute}")
     return cases, report
 
 
