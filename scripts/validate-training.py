@@ -865,15 +865,9 @@ def case_grid(params: Sequence[FitParameter], case: Case) -> list[tuple[str, ...
     return [grid_overrides(own, point, case) for point in grid_points(own)]
 
 
-def tensor_weights(per_param: Sequence[Sequence[float]]) -> list[float]:
-    out = [1.0]
-    for w in per_param:
-        out = [a * b for a in out for b in w]
-    return out
-
-
-def sparse_tensor_weights(per_param: Sequence[Sequence[float]]) -> list[tuple[int, float]]:
-    """The nonzero entries (grid index, weight) of tensor_weights(per_param), in index order."""
+def tensor_weights(per_param: Sequence[Sequence[float]]) -> list[tuple[int, float]]:
+    """The grid weights, the tensor product of each parameter's interpolation weights (the
+    first parameter varies slowest): its nonzero entries (grid index, weight), in index order."""
     out = [(0, 1.0)]
     for w in per_param:
         nz = [(j, x) for j, x in enumerate(w) if x != 0.0]
@@ -895,7 +889,8 @@ class Surrogate:
 
     def predict_log(self, case_id: str, u: dict[Variable, float]) -> float:
         w = tensor_weights([self.params[v[0]].weights(u[v]) for v in self.vars[case_id]])
-        return sum(a * b for a, b in zip(w, self.y[case_id]))
+        y = self.y[case_id]
+        return sum(y[i] * x for i, x in w)
 
 
 @dataclass
@@ -935,7 +930,7 @@ def objective(s: Surrogate, cells: Sequence[Cell], u: dict[Variable, float]) -> 
     for cell in cells:
         w = grid_weights.get(cell.vars)
         if w is None:
-            w = grid_weights[cell.vars] = sparse_tensor_weights([weights[v] for v in cell.vars])
+            w = grid_weights[cell.vars] = tensor_weights([weights[v] for v in cell.vars])
         for row, target in zip(cell.rows, cell.targets):
             e = sum(row[i] * x for i, x in w) - target
             total += e * e
