@@ -22,7 +22,9 @@ fitted case is simulated on a grid of parameter values, the log step time is int
 between grid points, and the parameters minimise the mean over groups of the mean squared log
 error (Nelder-Mead). It reports the in-sample error (fit on every group) next to the
 leave-one-group-out error (fit on all groups but one, then the held-out group SIMULATED at the
-fitted values), and the fitted values of each fold.
+fitted values), and the fitted values of each fold. A value that only the held-out group keys (its
+own GPU type) takes its nearest relatives' (a parameter's "fallback" attributes in fit.json: the
+same die and framework, then the same die), else the mean of the others.
 
 Python 3 standard library only. Prints figures; exits 0 whatever they are (2 on bad input).
 """
@@ -71,7 +73,7 @@ class Case:
     measured_s: float
     scenario: str  # path relative to the repository root
     sets: tuple[str, ...]  # --set PATH=VALUE, in order (later ones win)
-    attrs: dict[str, str]  # gpu, framework, source, suite, group: what fit scopes key on
+    attrs: dict[str, str]  # gpu, die, framework, source, suite, group: what fits key on
     use: str = "fit"  # "fit": fitted and scored; "score": scored only, never fitted
     approximated: tuple[str, ...] = ()  # codes of calibration/cases/approximations.csv
 
@@ -381,6 +383,12 @@ SUITES = {"vtrain-single": load_vtrain, "vtrain-multi": load_vtrain,
           "megatron-ci": load_megatron_ci, "throughput": load_throughput}
 
 
+# The silicon of each GPU of the cases: SKUs of one die differ in memory, power and clocks,
+# not in their tensor cores (H200 is GH100 with HBM3e; GB200's GPUs are B200s).
+GPU_DIES = {"A100": "GA100", "H100": "GH100", "H100-96GB-500W": "GH100", "H200": "GH100",
+            "B200": "Blackwell", "GB200": "Blackwell", "GB300": "Blackwell Ultra"}
+
+
 def load_cases(data: Path, suites: Sequence[str]) -> list[Case]:
     loaded: dict[Callable, list[Case]] = {}
     cases = []
@@ -390,6 +398,11 @@ def load_cases(data: Path, suites: Sequence[str]) -> list[Case]:
             loaded[loader] = loader(data)
         cases += [c for c in loaded[loader] if c.suite == suite]
     for c in cases:
+        if c.attrs["gpu"] not in GPU_DIES:
+            raise InputError(f"error: case {c.id}: GPU '{c.attrs['gpu']}' has no die in "
+                             f"GPU_DIES (scripts/validate-training.py; known: "
+                             f"{', '.join(GPU_DIES)})")
+        c.attrs.setdefault("die", GPU_DIES[c.attrs["gpu"]])
         c.attrs.setdefault("suite", c.suite)
         c.attrs.setdefault("group", c.group)
         c.attrs.setdefault("all", "all")
@@ -602,6 +615,11 @@ class FitParameter:
     excludes: tuple[tuple[str, tuple[str, ...]], ...] = ()
     # The fitted value multiplies the value the case itself sets for the path (a GPU's peak).
     factor: bool = False
+    # A scope key the fit never saw (a held-out group's own GPU) takes the mean of the values
+    # whose cases share all these attributes with the case, else all but the last, ..., else
+    # every value of the parameter: e.g. ("die", "framework"): the same die and framework, then
+    # the same die, then all.
+    fallback: tuple[str, ...] = ()
 
     def __post_init__(self):
         self._nodes: list[float] | None = None
@@ -748,7 +766,7 @@ def parse_param(spec: str) -> FitParameter:
 
 def param_from_dict(d: dict) -> FitParameter:
     known = {"path", "min", "max", "scale", "points", "scope", "interpolation", "applies_to",
-             "excludes", "factor", "comment"}
+             "excludes", "factor", "fallback", "comment"}
     unknown = sorted(set(d) - known)
     if unknown:
         raise ValueError(f"parameter {d.get('path', '?')}: unknown key(s) {unknown} "
@@ -766,11 +784,16 @@ def param_from_dict(d: dict) -> FitParameter:
     factor = d.get("factor", False)
     if not isinstance(factor, bool):
         raise ValueError(f"{d['path']}: factor must be true or false, got '{factor}'")
+    fallback = d.get("fallback", [])
+    if not isinstance(fallback, list) or not all(isinstance(a, str) and a for a in fallback):
+        raise ValueError(f"{d['path']}: fallback must be a list of case attributes, e.g. "
+                         "[\"die\", \"framework\"]")
     return FitParameter(path=d["path"], lo=lo, hi=hi, unit=unit_lo, scale=d.get("scale", "log"),
                         points=points, scope=scope,
                         interpolation=d.get("interpolation", "lagrange"),
                         applies_to=case_filter(d, "applies_to"),
-                        excludes=case_filter(d, "excludes"), factor=factor)
+                        excludes=case_filter(d, "excludes"), factor=factor,
+                        fallback=tuple(fallback))
 
 
 def case_filter(d: dict, key: str) -> tuple[tuple[str, tuple[str, ...]], ...]:
@@ -831,6 +854,10 @@ def check_params(params: Sequence[FitParameter], cases: Sequence[Case],
         for c in cases:
             if p.applies(c) and p.factor:
                 p.case_value(c)
+            missing = [a for a in p.fallback if a not in c.attrs]
+            if p.applies(c) and missing:
+                raise InputError(f"error: {p.path}: fallback attribute '{missing[0]}' is not an "
+                                 f"attribute of case {c.id} (known: {', '.join(sorted(c.attrs))})")
 
 
 Variable = tuple[int, tuple[str, ...]]  # (parameter index, scope key)
@@ -1071,12 +1098,27 @@ def fit(s: Surrogate, groups: dict[str, list[str]], start: dict[Variable, float]
     return FitResult(u, value, total)
 
 
-def values_for(params: Sequence[FitParameter], case: Case, u: dict[Variable, float]
-               ) -> tuple[tuple[str, ...], list[str]]:
+Seen = dict[Variable, set[tuple[str, ...]]]  # variable -> its cases' fallback attributes
+
+
+def seen_attributes(params: Sequence[FitParameter], cases: Sequence[Case]) -> Seen:
+    """For each variable, the values of its parameter's fallback attributes over its cases."""
+    seen: Seen = {}
+    for c in cases:
+        for i in active(params, c):
+            key = tuple(c.attrs.get(a, "") for a in params[i].fallback)
+            seen.setdefault(variable_of(params, i, c), set()).add(key)
+    return seen
+
+
+def values_for(params: Sequence[FitParameter], case: Case, u: dict[Variable, float],
+               seen: Seen | None = None) -> tuple[tuple[str, ...], list[str]]:
     """The overrides that give `case` the fitted values. A variable the fit never saw (its scope
-    key only in the held-out group) takes the mean, in the interpolation coordinate, of that
-    parameter's fitted values; a parameter with none keeps the file's value. Returns the
-    overrides and the names of the fallbacks used."""
+    key only in the held-out group) takes the mean, in the interpolation coordinate, of the
+    fitted values of its nearest relatives: those whose cases (`seen`) share the parameter's
+    fallback attributes with `case`, the last attribute dropped in turn, then every fitted
+    value of the parameter; a parameter with none keeps the file's value. Returns the overrides
+    and the names of the fallbacks used."""
     sets, fallbacks = [], []
     for i in active(params, case):
         p = params[i]
@@ -1084,10 +1126,17 @@ def values_for(params: Sequence[FitParameter], case: Case, u: dict[Variable, flo
         if v in u:
             sets.append(p.set(p.value(u[v]), case))
             continue
-        others = [x for (k, _), x in u.items() if k == i]
-        if others:
-            sets.append(p.set(p.value(sum(others) / len(others)), case))
-            fallbacks.append(f"{p.path}[{'/'.join(v[1])}] = mean of the others")
+        others = [(w, x) for w, x in u.items() if w[0] == i]
+        for depth in range(len(p.fallback), -1, -1):
+            want = tuple(case.attrs.get(a, "") for a in p.fallback[:depth])
+            near = [x for w, x in others
+                    if not depth or any(k[:depth] == want for k in (seen or {}).get(w, ()))]
+            if near:
+                which = (f"the same {' and '.join(p.fallback[:depth])}" if depth
+                         else "the others")
+                sets.append(p.set(p.value(sum(near) / len(near)), case))
+                fallbacks.append(f"{p.path}[{'/'.join(v[1])}] = mean of {which}")
+                break
         else:
             fallbacks.append(f"{p.path}[{'/'.join(v[1])}] = file value")
     return tuple(sets), fallbacks
@@ -1162,14 +1211,15 @@ def run_fit(params: Sequence[FitParameter], cases: Sequence[Case], simulate: Sim
         folds[g] = fit(s, others, start=in_sample.u, memo=memo)
     log(f"{len(folds)} leave-one-group-out folds fitted")
     requests, owners, fallbacks = [], [], {}
+    seen = seen_attributes(params, [c for c in fit_cases if c.id in grid])
     for c in cases:
-        sets, _ = values_for(params, c, in_sample.u)
+        sets, _ = values_for(params, c, in_sample.u, seen)
         requests.append((c, sets))
         owners.append(("in", c))
     for c in cases:
         held_out = c.use == "fit" and c.group in folds
         u = folds[c.group].u if held_out else in_sample.u
-        sets, fb = values_for(params, c, u)
+        sets, fb = values_for(params, c, u, seen)
         if fb:
             fallbacks.setdefault(c.group, sorted(set(fallbacks.get(c.group, []) + fb)))
         requests.append((c, sets))
@@ -1187,7 +1237,7 @@ def run_fit(params: Sequence[FitParameter], cases: Sequence[Case], simulate: Sim
             rest = dict(groups)
             rest[g] = [i for i in ids if i != cid]
             fold = fit(s, rest, start=in_sample.u, memo=memo)
-            requests.append((by_id[cid], values_for(params, by_id[cid], fold.u)[0]))
+            requests.append((by_id[cid], values_for(params, by_id[cid], fold.u, seen)[0]))
             owners.append(("loco", by_id[cid]))
     log(f"{sum(1 for kind, _ in owners if kind == 'loco')} leave-one-case-out folds fitted; "
         f"simulating at the fitted values")

@@ -313,6 +313,61 @@ check("LOCO: a MAPE for g4 and g5 only",
       all((r["loco_mape"] is not None) == (g in ("g4", "g5")) for g, r in rows.items()),
       f"{ {g: r['loco_mape'] for g, r in rows.items()} }")
 
+# A GPU no other group runs, held out, takes its nearest relatives' values (the parameter's
+# `fallback` attributes, the last dropped in turn): GPUs A and D and the lone C are one die X,
+# B another. g5 (C, framework g) takes D's efficiency (die X and framework g: g2); g1 (A,
+# framework f) none shares die X with framework f, so the mean of D's and C's (die X).
+cases = make_cases(None)
+for c in cases:
+    gpu, fw = {"g1": ("A", "f"), "g2": ("D", "g"), "g3": ("B", "f"), "g4": ("B", "g"),
+               "g5": ("C", "g")}[c.group]
+    c.attrs.update(gpu=gpu, framework=fw, die="Y" if gpu == "B" else "X")
+TRUE.update({("C",): 0.66, ("D",): 0.61})
+simulate = fake_simulator(form, [])
+for c, r in zip(cases, simulate([(c, truth_sets(c)) for c in cases])):
+    c.measured_s = r.step_time_s
+eff_related = vt.param_from_dict({"path": EFF, "min": "0.3", "max": "0.95", "scale": "log",
+                                  "points": 3, "scope": ["gpu"], "fallback": ["die", "framework"]})
+report = vt.run_fit([eff_related, ko_param], cases, simulate)
+seen = vt.seen_attributes([eff_related, ko_param], cases)
+
+
+def fold_efficiency(group):
+    case = next(c for c in cases if c.group == group)
+    sets, used = vt.values_for([eff_related, ko_param], case, report.folds[group].u, seen)
+    return vt.parse_value([s for s in sets if s.startswith(EFF)][0].split("=")[1])[0], used
+
+
+u5 = report.folds["g5"].u
+got, used = fold_efficiency("g5")
+check("fallback: same die and framework",
+      near(got, eff_related.value(u5[(0, ("D",))]), 1e-5)
+      and any("gemm_efficiency[C] = mean of the same die and framework" in x for x in used),
+      f"{got} vs D's {eff_related.value(u5[(0, ('D',))])}; {used}")
+u1 = report.folds["g1"].u
+want = eff_related.value((u1[(0, ("D",))] + u1[(0, ("C",))]) / 2)
+got, used = fold_efficiency("g1")
+check("fallback: same die, then",
+      near(got, want, 1e-5) and any("gemm_efficiency[A] = mean of the same die" in x
+                                    and "framework" not in x for x in used),
+      f"{got} vs {want}; {used}")
+check("fallback: reported per group", any("same die and framework" in x
+                                          for x in report.fallbacks.get("g5", [])),
+      f"{report.fallbacks}")
+try:
+    vt.check_params([vt.param_from_dict({"path": EFF, "min": "0.3", "max": "0.95",
+                                         "fallback": ["rack"]})], cases, set())
+    check("fallback: an attribute the cases lack is refused", False, "accepted")
+except vt.InputError as e:
+    check("fallback: an attribute the cases lack is refused",
+          "fallback attribute 'rack'" in str(e), str(e))
+try:
+    vt.param_from_dict({"path": EFF, "min": "0.3", "max": "0.95", "fallback": "die"})
+    check("fallback: a list of attributes only", False, "accepted")
+except ValueError as e:
+    check("fallback: a list of attributes only", "fallback must be a list" in str(e), str(e))
+TRUE.pop(("C",)), TRUE.pop(("D",))
+
 # A thinned grid: every second case of each group on the grid, every case still simulated at
 # the in-sample and fold values; the power law is exact on any subset of its cases.
 cases = make_cases(None)
