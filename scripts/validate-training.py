@@ -385,8 +385,9 @@ SUITES = {"vtrain-single": load_vtrain, "vtrain-multi": load_vtrain,
 
 # The silicon of each GPU of the cases: SKUs of one die differ in memory, power and clocks,
 # not in their tensor cores (H200 is GH100 with HBM3e; GB200's GPUs are B200s).
-GPU_DIES = {"A100": "GA100", "H100": "GH100", "H100-96GB-500W": "GH100", "H200": "GH100",
-            "B200": "Blackwell", "GB200": "Blackwell", "GB300": "Blackwell Ultra"}
+GPU_DIES = {"A100": "Ampere GA100", "H100": "Hopper GH100", "H100-96GB-500W": "Hopper GH100",
+            "H200": "Hopper GH100", "B200": "Blackwell B200", "GB200": "Blackwell B200",
+            "GB300": "Blackwell Ultra B300"}
 
 
 def load_cases(data: Path, suites: Sequence[str]) -> list[Case]:
@@ -1211,23 +1212,26 @@ def run_fit(params: Sequence[FitParameter], cases: Sequence[Case], simulate: Sim
         folds[g] = fit(s, others, start=in_sample.u, memo=memo)
     log(f"{len(folds)} leave-one-group-out folds fitted")
     requests, owners, fallbacks = [], [], {}
-    seen = seen_attributes(params, [c for c in fit_cases if c.id in grid])
+    fitted = [c for c in fit_cases if c.id in grid]
+    seen = seen_attributes(params, fitted)
     for c in cases:
         sets, _ = values_for(params, c, in_sample.u, seen)
         requests.append((c, sets))
         owners.append(("in", c))
+    seen_without = {g: seen_attributes(params, [c for c in fitted if c.group != g]) for g in folds}
     for c in cases:
         held_out = c.use == "fit" and c.group in folds
         u = folds[c.group].u if held_out else in_sample.u
-        sets, fb = values_for(params, c, u, seen)
+        sets, fb = values_for(params, c, u, seen_without[c.group] if held_out else seen)
         if fb:
             fallbacks.setdefault(c.group, sorted(set(fallbacks.get(c.group, []) + fb)))
         requests.append((c, sets))
         owners.append(("logo", c))
     # A group whose held-out fold fell back has a system of its own (a scoped value no other
     # group shares): LOGO predicts it from other systems' values, which no model can do for a
-    # per-system quantity. It is also cross-validated one case at a time: fit on everything but
-    # the case, so the rest of its system stays in the fit, and predict the case.
+    # per-system quantity such as the host's time. It is also cross-validated one case at a time:
+    # fit on everything but the case, so the rest of its system stays in the fit, and predict
+    # the case.
     by_id = {c.id: c for c in cases}
     for g in sorted(fallbacks):
         ids = groups.get(g, [])

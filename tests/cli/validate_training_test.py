@@ -315,25 +315,26 @@ check("LOCO: a MAPE for g4 and g5 only",
 
 # A GPU no other group runs, held out, takes its nearest relatives' values (the parameter's
 # `fallback` attributes, the last dropped in turn): GPUs A and D and the lone C are one die X,
-# B another. g5 (C, framework g) takes D's efficiency (die X and framework g: g2); g1 (A,
-# framework f) none shares die X with framework f, so the mean of D's and C's (die X).
+# B and E one die each. g5 (C, framework g) takes D's efficiency (die X and framework g: g2);
+# g1 (A, framework f): no other GPU of die X ran f, so the mean of D's and C's (die X); g3
+# (E, die Z alone): the mean of all the others.
 cases = make_cases(None)
 for c in cases:
-    gpu, fw = {"g1": ("A", "f"), "g2": ("D", "g"), "g3": ("B", "f"), "g4": ("B", "g"),
+    gpu, fw = {"g1": ("A", "f"), "g2": ("D", "g"), "g3": ("E", "f"), "g4": ("B", "g"),
                "g5": ("C", "g")}[c.group]
-    c.attrs.update(gpu=gpu, framework=fw, die="Y" if gpu == "B" else "X")
-TRUE.update({("C",): 0.66, ("D",): 0.61})
+    c.attrs.update(gpu=gpu, framework=fw, die={"B": "Y", "E": "Z"}.get(gpu, "X"))
+TRUE.update({("C",): 0.66, ("D",): 0.61, ("E",): 0.58})
 simulate = fake_simulator(form, [])
 for c, r in zip(cases, simulate([(c, truth_sets(c)) for c in cases])):
     c.measured_s = r.step_time_s
 eff_related = vt.param_from_dict({"path": EFF, "min": "0.3", "max": "0.95", "scale": "log",
                                   "points": 3, "scope": ["gpu"], "fallback": ["die", "framework"]})
 report = vt.run_fit([eff_related, ko_param], cases, simulate)
-seen = vt.seen_attributes([eff_related, ko_param], cases)
 
 
 def fold_efficiency(group):
     case = next(c for c in cases if c.group == group)
+    seen = vt.seen_attributes([eff_related, ko_param], [c for c in cases if c.group != group])
     sets, used = vt.values_for([eff_related, ko_param], case, report.folds[group].u, seen)
     return vt.parse_value([s for s in sets if s.startswith(EFF)][0].split("=")[1])[0], used
 
@@ -347,10 +348,18 @@ check("fallback: same die and framework",
 u1 = report.folds["g1"].u
 want = eff_related.value((u1[(0, ("D",))] + u1[(0, ("C",))]) / 2)
 got, used = fold_efficiency("g1")
-check("fallback: same die, then",
+check("fallback: the same die where no GPU of it ran the framework",
       near(got, want, 1e-5) and any("gemm_efficiency[A] = mean of the same die" in x
                                     and "framework" not in x for x in used),
       f"{got} vs {want}; {used}")
+u3 = report.folds["g3"].u
+effs = [x for (i, _), x in u3.items() if i == 0]
+want = eff_related.value(sum(effs) / len(effs))
+got, used = fold_efficiency("g3")
+check("fallback: the others where no GPU shares the die",
+      len(effs) == 4 and near(got, want, 1e-5)
+      and any("gemm_efficiency[E] = mean of the others" in x for x in used),
+      f"{got} vs {want} over {len(effs)}; {used}")
 check("fallback: reported per group", any("same die and framework" in x
                                           for x in report.fallbacks.get("g5", [])),
       f"{report.fallbacks}")
@@ -366,7 +375,7 @@ try:
     check("fallback: a list of attributes only", False, "accepted")
 except ValueError as e:
     check("fallback: a list of attributes only", "fallback must be a list" in str(e), str(e))
-TRUE.pop(("C",)), TRUE.pop(("D",))
+TRUE.pop(("C",)), TRUE.pop(("D",)), TRUE.pop(("E",))
 
 # A thinned grid: every second case of each group on the grid, every case still simulated at
 # the in-sample and fold values; the power law is exact on any subset of its cases.
