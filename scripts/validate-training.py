@@ -852,11 +852,11 @@ def check_params(params: Sequence[FitParameter], cases: Sequence[Case],
             if unknown:
                 raise InputError(f"error: {p.path}: unknown approximation code(s) {unknown} "
                                  "(calibration/cases/approximations.csv)")
-        for c in cases:
-            if p.applies(c) and p.factor:
+        for c in (c for c in cases if p.applies(c)):
+            if p.factor:
                 p.case_value(c)
             missing = [a for a in p.fallback if a not in c.attrs]
-            if p.applies(c) and missing:
+            if missing:
                 raise InputError(f"error: {p.path}: fallback attribute '{missing[0]}' is not an "
                                  f"attribute of case {c.id} (known: {', '.join(sorted(c.attrs))})")
 
@@ -1099,28 +1099,31 @@ def fit(s: Surrogate, groups: dict[str, list[str]], start: dict[Variable, float]
     return FitResult(u, value, total)
 
 
-Seen = dict[Variable, set[tuple[str, ...]]]  # variable -> its cases' fallback attributes
+# variable -> (group, the parameter's fallback attributes) of each of its cases
+Seen = dict[Variable, set[tuple[str, tuple[str, ...]]]]
 
 
 def seen_attributes(params: Sequence[FitParameter], cases: Sequence[Case]) -> Seen:
-    """For each variable, the values of its parameter's fallback attributes over its cases."""
+    """For each variable, the groups of its cases and their fallback attributes."""
     seen: Seen = {}
     for c in cases:
         for i in active(params, c):
             key = tuple(c.attrs.get(a, "") for a in params[i].fallback)
-            seen.setdefault(variable_of(params, i, c), set()).add(key)
+            seen.setdefault(variable_of(params, i, c), set()).add((c.group, key))
     return seen
 
 
 def values_for(params: Sequence[FitParameter], case: Case, u: dict[Variable, float],
-               seen: Seen | None = None) -> tuple[tuple[str, ...], list[str]]:
+               seen: Seen | None = None, held_out: str | None = None
+               ) -> tuple[tuple[str, ...], list[str]]:
     """The overrides that give `case` the fitted values. A variable the fit never saw (its scope
     key only in the held-out group) takes the mean, in the interpolation coordinate, of the
-    fitted values of its nearest relatives: those whose cases (`seen`) share the parameter's
-    fallback attributes with `case`, the last attribute dropped in turn, then every fitted
-    value of the parameter; a parameter with none keeps the file's value. Returns the overrides
-    and the names of the fallbacks used."""
+    fitted values of its nearest relatives: those whose cases (`seen`, the `held_out` group's
+    left out) share the parameter's fallback attributes with `case`, the last attribute dropped
+    in turn, then every fitted value of the parameter; a parameter with none keeps the file's
+    value. Returns the overrides and the names of the fallbacks used."""
     sets, fallbacks = [], []
+    seen = seen or {}
     for i in active(params, case):
         p = params[i]
         v = variable_of(params, i, case)
@@ -1130,8 +1133,8 @@ def values_for(params: Sequence[FitParameter], case: Case, u: dict[Variable, flo
         others = [(w, x) for w, x in u.items() if w[0] == i]
         for depth in range(len(p.fallback), -1, -1):
             want = tuple(case.attrs.get(a, "") for a in p.fallback[:depth])
-            near = [x for w, x in others
-                    if not depth or any(k[:depth] == want for k in (seen or {}).get(w, ()))]
+            near = [x for w, x in others if not depth or any(
+                g != held_out and k[:depth] == want for g, k in seen.get(w, ()))]
             if near:
                 which = (f"the same {' and '.join(p.fallback[:depth])}" if depth
                          else "the others")
@@ -1212,17 +1215,15 @@ def run_fit(params: Sequence[FitParameter], cases: Sequence[Case], simulate: Sim
         folds[g] = fit(s, others, start=in_sample.u, memo=memo)
     log(f"{len(folds)} leave-one-group-out folds fitted")
     requests, owners, fallbacks = [], [], {}
-    fitted = [c for c in fit_cases if c.id in grid]
-    seen = seen_attributes(params, fitted)
+    seen = seen_attributes(params, [c for c in fit_cases if c.id in grid])
     for c in cases:
         sets, _ = values_for(params, c, in_sample.u, seen)
         requests.append((c, sets))
         owners.append(("in", c))
-    seen_without = {g: seen_attributes(params, [c for c in fitted if c.group != g]) for g in folds}
     for c in cases:
         held_out = c.use == "fit" and c.group in folds
         u = folds[c.group].u if held_out else in_sample.u
-        sets, fb = values_for(params, c, u, seen_without[c.group] if held_out else seen)
+        sets, fb = values_for(params, c, u, seen, c.group if held_out else None)
         if fb:
             fallbacks.setdefault(c.group, sorted(set(fallbacks.get(c.group, []) + fb)))
         requests.append((c, sets))

@@ -334,8 +334,8 @@ report = vt.run_fit([eff_related, ko_param], cases, simulate)
 
 def fold_efficiency(group):
     case = next(c for c in cases if c.group == group)
-    seen = vt.seen_attributes([eff_related, ko_param], [c for c in cases if c.group != group])
-    sets, used = vt.values_for([eff_related, ko_param], case, report.folds[group].u, seen)
+    seen = vt.seen_attributes([eff_related, ko_param], cases)
+    sets, used = vt.values_for([eff_related, ko_param], case, report.folds[group].u, seen, group)
     return vt.parse_value([s for s in sets if s.startswith(EFF)][0].split("=")[1])[0], used
 
 
@@ -360,6 +360,16 @@ check("fallback: the others where no GPU shares the die",
       len(effs) == 4 and near(got, want, 1e-5)
       and any("gemm_efficiency[E] = mean of the others" in x for x in used),
       f"{got} vs {want} over {len(effs)}; {used}")
+# The held-out group's own cases never make a GPU its relative: D is seen with die X and
+# framework g only through g5's cases (as if g5 ran two GPUs), so g5 held out takes A (die X).
+case5 = next(c for c in cases if c.group == "g5")
+u = {(0, ("A",)): math.log(0.5), (0, ("D",)): math.log(0.8), (1, ("g",)): math.log(5e-5)}
+seen = {(0, ("A",)): {("g1", ("X", "f"))}, (0, ("D",)): {("g5", ("X", "g"))}}
+for held, want_eff in (("g5", 0.5), (None, 0.8)):
+    sets, _ = vt.values_for([eff_related, ko_param], case5, u, seen, held)
+    got = vt.parse_value([s for s in sets if s.startswith(EFF)][0].split("=")[1])[0]
+    check(f"fallback: relatives without the held-out group's cases ({held})",
+          near(got, want_eff, 1e-5), f"{got} vs {want_eff}")
 check("fallback: reported per group", any("same die and framework" in x
                                           for x in report.fallbacks.get("g5", [])),
       f"{report.fallbacks}")
