@@ -24,7 +24,8 @@ error (Nelder-Mead). It reports the in-sample error (fit on every group) next to
 leave-one-group-out error (fit on all groups but one, then the held-out group SIMULATED at the
 fitted values), and the fitted values of each fold. A value that only the held-out group keys (its
 own GPU type) takes its nearest relatives' (a parameter's "fallback" attributes in fit.json: the
-same die and framework, then the same die), else the mean of the others.
+same die and framework, then the same die), else the mean of the others. A parameter along
+which no case's grid times move (its cases' models never read it) is reported and not fitted.
 
 Python 3 standard library only. Prints figures; exits 0 whatever they are (2 on bad input).
 """
@@ -48,7 +49,7 @@ import tempfile
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Callable, Iterable, Sequence
+from typing import Callable, Collection, Iterable, Sequence
 
 REPO = Path(__file__).resolve().parent.parent
 CASES_DIR = REPO / "calibration" / "cases"
@@ -914,11 +915,34 @@ class Surrogate:
         self.y = grid_log_times
         self.vars = {cid: tuple(variable_of(self.params, i, c) for i in active(self.params, c))
                      for cid, c in self.cases.items()}
+        self._inert: set[Variable] | None = None
 
     def predict_log(self, case_id: str, u: dict[Variable, float]) -> float:
-        w = tensor_weights([self.params[v[0]].weights(u[v]) for v in self.vars[case_id]])
+        """At `u`; a variable it lacks must be inert (any value gives the same time)."""
+        inert = self.inert()
+        w = tensor_weights([self.params[v[0]].weights(
+            u[v] if v in u or v not in inert else self.params[v[0]].u_lo)
+            for v in self.vars[case_id]])
         y = self.y[case_id]
         return sum(y[i] * x for i, x in w)
+
+    def inert(self) -> set[Variable]:
+        """Variables along which no case's simulated time changes on the grid (a parameter
+        that its cases' models never read: e.g. the attention kernel's efficiency where the
+        attention runs unfused): the data cannot determine them."""
+        if self._inert is not None:
+            return self._inert
+        moves: dict[Variable, bool] = {}
+        for cid, variables in self.vars.items():
+            y = self.y[cid]
+            sizes = [self.params[v[0]].points for v in variables]
+            for k, v in enumerate(variables):
+                stride = math.prod(sizes[k + 1:])
+                moved = any(abs(y[i] - y[i - (i // stride % sizes[k]) * stride]) > 1e-12
+                            for i in range(len(y)))
+                moves[v] = moves.get(v, False) or moved
+        self._inert = {v for v, moved in moves.items() if not moved}
+        return self._inert
 
 
 @dataclass
@@ -1114,19 +1138,22 @@ def seen_attributes(params: Sequence[FitParameter], cases: Sequence[Case]) -> Se
 
 
 def values_for(params: Sequence[FitParameter], case: Case, u: dict[Variable, float],
-               seen: Seen | None = None, held_out: str | None = None
-               ) -> tuple[tuple[str, ...], list[str]]:
+               seen: Seen | None = None, held_out: str | None = None,
+               inert: Collection[Variable] = ()) -> tuple[tuple[str, ...], list[str]]:
     """The overrides that give `case` the fitted values. A variable the fit never saw (its scope
     key only in the held-out group) takes the mean, in the interpolation coordinate, of the
     fitted values of its nearest relatives: those whose cases (`seen`, the `held_out` group's
     left out) share the parameter's fallback attributes with `case`, the last attribute dropped
     in turn, then every fitted value of the parameter; a parameter with none keeps the file's
-    value. Returns the overrides and the names of the fallbacks used."""
+    value, as does an `inert` variable. Returns the overrides and the names of the fallbacks
+    used."""
     sets, fallbacks = [], []
     seen = seen or {}
     for i in active(params, case):
         p = params[i]
         v = variable_of(params, i, case)
+        if v in inert:
+            continue
         if v in u:
             sets.append(p.set(p.value(u[v]), case))
             continue
@@ -1159,6 +1186,7 @@ class FitReport:
     loco_sim: dict[str, float]
     failures: dict[str, str]  # case id -> why it has no grid or no fitted simulation
     simulations: int
+    inert: set[Variable] = field(default_factory=set)  # Surrogate.inert: not fitted
 
 
 def grid_sample(cases: Sequence[Case], every: dict[str, int]) -> list[Case]:
@@ -1207,23 +1235,32 @@ def run_fit(params: Sequence[FitParameter], cases: Sequence[Case], simulate: Sim
         if c.id in grid:
             groups.setdefault(c.group, []).append(c.id)
     log(f"fit on {len(groups)} groups")
+    inert = s.inert()
+    for v in sorted(inert):
+        log(f"{params[v[0]].path}[{'/'.join(v[1])}]: no case's simulated time depends on it; "
+            f"not fitted, its cases keep their own value")
     memo: dict = {}
     in_sample = fit(s, groups, memo=memo)
     folds = {}
     for g in sorted(groups):
         others = {k: v for k, v in groups.items() if k != g}
         folds[g] = fit(s, others, start=in_sample.u, memo=memo)
+    # What the optimiser left an inert variable at is no value: neither reported nor a
+    # relative's fallback.
+    for result in [in_sample] + list(folds.values()):
+        for v in inert:
+            result.u.pop(v, None)
     log(f"{len(folds)} leave-one-group-out folds fitted")
     requests, owners, fallbacks = [], [], {}
     seen = seen_attributes(params, [c for c in fit_cases if c.id in grid])
     for c in cases:
-        sets, _ = values_for(params, c, in_sample.u, seen)
+        sets, _ = values_for(params, c, in_sample.u, seen, inert=inert)
         requests.append((c, sets))
         owners.append(("in", c))
     for c in cases:
         held_out = c.use == "fit" and c.group in folds
         u = folds[c.group].u if held_out else in_sample.u
-        sets, fb = values_for(params, c, u, seen, c.group if held_out else None)
+        sets, fb = values_for(params, c, u, seen, c.group if held_out else None, inert)
         if fb:
             fallbacks.setdefault(c.group, sorted(set(fallbacks.get(c.group, []) + fb)))
         requests.append((c, sets))
@@ -1242,7 +1279,8 @@ def run_fit(params: Sequence[FitParameter], cases: Sequence[Case], simulate: Sim
             rest = dict(groups)
             rest[g] = [i for i in ids if i != cid]
             fold = fit(s, rest, start=in_sample.u, memo=memo)
-            requests.append((by_id[cid], values_for(params, by_id[cid], fold.u, seen)[0]))
+            requests.append((by_id[cid],
+                             values_for(params, by_id[cid], fold.u, seen, inert=inert)[0]))
             owners.append(("loco", by_id[cid]))
     log(f"{sum(1 for kind, _ in owners if kind == 'loco')} leave-one-case-out folds fitted; "
         f"simulating at the fitted values")
@@ -1255,7 +1293,7 @@ def run_fit(params: Sequence[FitParameter], cases: Sequence[Case], simulate: Sim
             continue
         sims[kind][c.id] = r.step_time_s
     return FitReport(params, s, in_sample, folds, sims["in"], sims["logo"], fallbacks,
-                     sims["loco"], failures, simulations)
+                     sims["loco"], failures, simulations, inert)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1461,6 +1499,9 @@ def print_fit(report: FitReport, cases: Sequence[Case]) -> None:
             for v in variables))
     for g, fb in sorted(report.fallbacks.items()):
         print(f"  held out {g}: {'; '.join(fb)}")
+    if report.inert:
+        print("  no effect on any case's simulated time (not fitted; the cases keep their own "
+              "value): " + ", ".join(name(v) for v in sorted(report.inert)))
 
 
 APPROXIMATIONS = CASES_DIR / "approximations.csv"
@@ -1699,7 +1740,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                                           if not k.startswith("_")} for p in report.params],
                           "in_sample": named(report.in_sample.u),
                           "folds": {g: named(r.u) for g, r in report.folds.items()},
-                          "fallbacks": report.fallbacks, "failures": report.failures}
+                          "fallbacks": report.fallbacks, "failures": report.failures,
+                          "inert": [f"{report.params[v[0]].path}[{'/'.join(v[1])}]"
+                                    for v in sorted(report.inert)]}
         Path(args.json).write_text(json.dumps(out, indent=1, default=list) + "\n")
     return 0
 

@@ -486,6 +486,65 @@ check("an excluded case keeps the file's host time",
 worst = max(abs(report.logo_sim[c.id] / c.measured_s - 1) for c in cases)
 check("filtered fit: LOGO errors", worst <= 0.01, f"{worst:.3g}")
 
+# A parameter that no case's model reads is inert: a kernel efficiency ATT that only framework
+# 'f' uses (framework 'g' runs no such kernel, as unfused attention runs none of the attention
+# kernel class). ATT[g] is reported, not fitted: no fitted value, no override for g's cases, no
+# relative's value for a held-out key; ATT[f] is fitted.
+ATT = "platform.gpu.compute.attention_efficiency"
+att_param = vt.param_from_dict({"path": ATT, "min": "0.3", "max": "0.9", "scope": ["framework"]})
+g5_alone = make_cases(None)
+for c in g5_alone:
+    if c.group == "g5":
+        c.attrs["framework"] = "h"  # held out, ATT[h] takes the mean of the others: of f alone
+
+
+def att_simulator(calls):
+    def simulate(requests):
+        out = []
+        for case, extra in requests:
+            calls.append(1)
+            values = dict(s.split("=", 1) for s in case.sets + tuple(extra))
+            eff = vt.parse_value(values[EFF])[0]
+            att = vt.parse_value(values.get(ATT, "0.5"))[0]
+            f, n = float(values["work"]), float(values["kernels"])
+            reads = case.attrs["framework"] != "g"
+            out.append(vt.Result(f / eff + (n * 1e-4 / att if reads else n * 2e-4)))
+        return out
+    return simulate
+
+
+att_true = {"f": 0.62, "g": 0.5, "h": 0.62}
+calls = []
+simulate = att_simulator(calls)
+att_truth = [(c, (truth_sets(c)[0], f"{ATT}={att_true[c.attrs['framework']]}"))
+             for c in g5_alone]
+for c, r in zip(g5_alone, simulate(att_truth)):
+    c.measured_s = r.step_time_s
+report = vt.run_fit([eff_param, att_param], g5_alone, simulate)
+check("inert: ATT[g] found, ATT[f] and ATT[h] not",
+      report.inert == {(1, ("g",))}, f"{report.inert}")
+check("inert: no fitted value for ATT[g] in sample or in a fold",
+      all((1, ("g",)) not in r.u for r in [report.in_sample] + list(report.folds.values())))
+fitted_f = report.in_sample.u.get((1, ("f",)))
+check("inert: ATT[f] fitted", fitted_f is not None and near(att_param.value(fitted_f), 0.62, 0.03),
+      f"{fitted_f and att_param.value(fitted_f)}")
+sets, _ = vt.values_for([eff_param, att_param], next(c for c in g5_alone if c.group == "g4"),
+                        report.in_sample.u, inert=report.inert)
+check("inert: a case of framework g keeps its own ATT", not any(s.startswith(ATT) for s in sets),
+      f"{sets}")
+fold = report.folds["g5"].u
+sets, fb = vt.values_for([eff_param, att_param], next(c for c in g5_alone if c.group == "g5"),
+                         fold, inert=report.inert)
+got = [vt.parse_value(s.split("=")[1])[0] for s in sets if s.startswith(ATT)]
+check("inert: held out, ATT[h] is the mean of the fitted values only (f's)",
+      len(got) == 1 and near(got[0], att_param.value(fold[(1, ("f",))]), 1e-5), f"{sets} {fb}")
+worst = max(abs(report.logo_sim[c.id] / c.measured_s - 1) for c in g5_alone)
+check("inert: LOGO errors", worst <= 0.02, f"{worst:.3g}")
+gaps = [r["surrogate_gap"] for r in vt.group_rows(g5_alone, {c.id: c.measured_s for c in g5_alone},
+                                                  report)]
+check("inert: the surrogate's gap at the fit, without a value for ATT[g]",
+      all(g is not None and g < 0.02 for g in gaps), f"{gaps}")
+
 # Refused: a factor on a case that does not set its path, an unknown code or attribute, a
 # factor with a unit, a filter that is not a map of lists.
 plain = make_cases(None)[0]
