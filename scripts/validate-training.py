@@ -915,34 +915,51 @@ class Surrogate:
         self.y = grid_log_times
         self.vars = {cid: tuple(variable_of(self.params, i, c) for i in active(self.params, c))
                      for cid, c in self.cases.items()}
-        self._inert: set[Variable] | None = None
+        self._moving_of: dict[str, set[Variable]] = {}
 
     def predict_log(self, case_id: str, u: dict[Variable, float]) -> float:
-        """At `u`; a variable it lacks must be inert (any value gives the same time)."""
-        inert = self.inert()
-        w = tensor_weights([self.params[v[0]].weights(
-            u[v] if v in u or v not in inert else self.params[v[0]].u_lo)
-            for v in self.vars[case_id]])
+        w = tensor_weights([self.params[v[0]].weights(u[v]) for v in self.vars[case_id]])
         y = self.y[case_id]
         return sum(y[i] * x for i, x in w)
 
-    def inert(self) -> set[Variable]:
-        """Variables along which no case's simulated time changes on the grid (a parameter
-        that its cases' models never read: e.g. the attention kernel's efficiency where the
-        attention runs unfused): the data cannot determine them."""
-        if self._inert is not None:
-            return self._inert
-        moves: dict[Variable, bool] = {}
-        for cid, variables in self.vars.items():
-            y = self.y[cid]
+    def inert(self, case_ids: Iterable[str] | None = None) -> set[Variable]:
+        """Variables along which the simulated time of none of `case_ids` (default: all) moves
+        on the grid (a parameter that their models never read: e.g. the attention kernel's
+        efficiency where the attention runs unfused): those cases cannot determine them."""
+        seen: set[Variable] = set()
+        moving: set[Variable] = set()
+        for cid in self.vars if case_ids is None else case_ids:
+            seen.update(self.vars[cid])
+            moving.update(self._moving(cid))
+        return seen - moving
+
+    def _moving(self, cid: str) -> set[Variable]:
+        """The variables along which case `cid`'s grid times move."""
+        if cid not in self._moving_of:
+            variables, y = self.vars[cid], self.y[cid]
             sizes = [self.params[v[0]].points for v in variables]
+            moving = set()
             for k, v in enumerate(variables):
                 stride = math.prod(sizes[k + 1:])
-                moved = any(abs(y[i] - y[i - (i // stride % sizes[k]) * stride]) > 1e-12
-                            for i in range(len(y)))
-                moves[v] = moves.get(v, False) or moved
-        self._inert = {v for v, moved in moves.items() if not moved}
-        return self._inert
+                # Each grid point against the point with index 0 along axis k.
+                if any(abs(y[i] - y[i - (i // stride % sizes[k]) * stride]) > 1e-12
+                       for i in range(len(y))):
+                    moving.add(v)
+            self._moving_of[cid] = moving
+        return self._moving_of[cid]
+
+    def drop(self, variables: set[Variable]) -> None:
+        """Removes inert variables: each case's grid keeps the points with index 0 along them."""
+        for cid, own in self.vars.items():
+            keep = [k for k, v in enumerate(own) if v not in variables]
+            if len(keep) == len(own):
+                continue
+            sizes = [self.params[v[0]].points for v in own]
+            y = self.y[cid]
+            self.y[cid] = [y[sum(j * math.prod(sizes[k + 1:]) for j, k in zip(point, keep))]
+                           for point in itertools.product(*[range(sizes[k]) for k in keep])]
+            self.vars[cid] = tuple(own[k] for k in keep)
+            self._moving_of.pop(cid, None)
 
 
 @dataclass
@@ -1235,21 +1252,23 @@ def run_fit(params: Sequence[FitParameter], cases: Sequence[Case], simulate: Sim
         if c.id in grid:
             groups.setdefault(c.group, []).append(c.id)
     log(f"fit on {len(groups)} groups")
+    # A variable that no case's time depends on has no value to fit: it leaves the surrogate, its
+    # cases keep their own value, and it is no held-out group's relative.
     inert = s.inert()
     for v in sorted(inert):
         log(f"{params[v[0]].path}[{'/'.join(v[1])}]: no case's simulated time depends on it; "
             f"not fitted, its cases keep their own value")
+    s.drop(inert)
     memo: dict = {}
     in_sample = fit(s, groups, memo=memo)
     folds = {}
     for g in sorted(groups):
         others = {k: v for k, v in groups.items() if k != g}
         folds[g] = fit(s, others, start=in_sample.u, memo=memo)
-    # What the optimiser left an inert variable at is no value: neither reported nor a
-    # relative's fallback.
-    for result in [in_sample] + list(folds.values()):
-        for v in inert:
-            result.u.pop(v, None)
+        # Nor does a fold keep a value that its own cases do not determine (only the held-out
+        # group's read it): the held-out group takes its relatives' instead.
+        for v in s.inert([cid for ids in others.values() for cid in ids]):
+            folds[g].u.pop(v, None)
     log(f"{len(folds)} leave-one-group-out folds fitted")
     requests, owners, fallbacks = [], [], {}
     seen = seen_attributes(params, [c for c in fit_cases if c.id in grid])
@@ -1279,6 +1298,8 @@ def run_fit(params: Sequence[FitParameter], cases: Sequence[Case], simulate: Sim
             rest = dict(groups)
             rest[g] = [i for i in ids if i != cid]
             fold = fit(s, rest, start=in_sample.u, memo=memo)
+            for v in s.inert([i for ids in rest.values() for i in ids]):
+                fold.u.pop(v, None)
             requests.append((by_id[cid],
                              values_for(params, by_id[cid], fold.u, seen, inert=inert)[0]))
             owners.append(("loco", by_id[cid]))

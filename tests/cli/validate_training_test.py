@@ -544,6 +544,32 @@ gaps = [r["surrogate_gap"] for r in vt.group_rows(g5_alone, {c.id: c.measured_s 
                                                   report)]
 check("inert: the surrogate's gap at the fit, without a value for ATT[g]",
       all(g is not None and g < 0.02 for g in gaps), f"{gaps}")
+check("inert: no held-out group's fallback names ATT[g]",
+      not any("attention_efficiency[g]" in x for fb in report.fallbacks.values() for x in fb),
+      f"{report.fallbacks}")
+# The same with the inert parameter on the slowest axis (the first parameter).
+swapped = vt.run_fit([att_param, eff_param], g5_alone, simulate)
+check("inert: found on the first axis too", swapped.inert == {(0, ("g",))}, f"{swapped.inert}")
+check("inert: the same fit whatever the parameters' order",
+      all(near(swapped.in_sample.u[(1 - i, k)], x, 1e-6)
+          for (i, k), x in report.in_sample.u.items()), f"{swapped.in_sample.u}")
+# One ATT for every case: read by frameworks f and h, not g, so not inert. Held out, g1 (f)
+# still leaves readers; g5 (h) too. With only g5 reading it (f's cases made to ignore it), g5's
+# fold has no value for it and g5 keeps its own (no relative: the file's value).
+att_all = vt.param_from_dict({"path": ATT, "min": "0.3", "max": "0.9"})
+report = vt.run_fit([eff_param, att_all], g5_alone, simulate)
+check("shared: read by some cases, not inert", report.inert == set(), f"{report.inert}")
+for c in g5_alone:
+    if c.attrs["framework"] == "f":
+        c.attrs["framework"] = "g"
+report = vt.run_fit([eff_param, att_all], g5_alone, simulate)
+check("read by one group: its fold has no value for it",
+      report.inert == set() and (1, ()) in report.in_sample.u
+      and (1, ()) not in report.folds["g5"].u and (1, ()) in report.folds["g1"].u,
+      f"{report.inert} {sorted(report.folds['g5'].u)}")
+check("read by one group: held out, it keeps its own value",
+      any("attention_efficiency[] = file value" in x for x in report.fallbacks.get("g5", [])),
+      f"{report.fallbacks}")
 
 # Refused: a factor on a case that does not set its path, an unknown code or attribute, a
 # factor with a unit, a filter that is not a map of lists.
