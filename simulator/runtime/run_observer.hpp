@@ -16,6 +16,9 @@ struct ComputeSpan {
   const std::vector<const Op*>* ops = nullptr;  ///< the compute ops, in order
   double nominal_s = 0;                         ///< their durations without variation
   double communication_s = 0;  ///< part of the span in analytic (layer) collectives
+  /// Of the ops' first waits for the host's launches, what a host ahead of the GPU had already
+  /// issued: not in the span (Segment::host_wait_s).
+  double host_wait_skipped_s = 0;
   /// With RunObserver::wants_kernels: each lockstep member's duration of every kernel of `ops` in
   /// order (a plain op is one kernel); null without variation (kernels then run at their nominal
   /// durations, stretched to the span).

@@ -137,7 +137,8 @@ class Simulation::Run {
   void stream_main(int rank, int stream);
   /// Runs the fused compute `ops` of `rank` after `lead_s` (the host's launch gap, the GPU idle),
   /// for as long as they take.
-  void compute(int rank, int stream, int step, const std::vector<const Op*>& ops, double lead_s);
+  void compute(int rank, int stream, int step, const std::vector<const Op*>& ops, double lead_s,
+               double* host_ahead_s);
   void collective(int rank, const ops::Collective& op);
   void finish_step(int step);
   /// Sets the network regime of `step`: inter-node bandwidth divided by its slowdown.
@@ -277,11 +278,17 @@ void Simulation::Run::stream_main(int rank, int stream) {
   std::vector<sg4::CommPtr> blocking;  // awaited after the receive batched with them, if any
   std::vector<const Op*> fused;        // consecutive compute ops: one execution
   double lead_s = 0;                   // the host's launch gap before `fused`
+  // How far the host is ahead of the compute stream: while the stream waits for a posted receive
+  // (Megatron's overlap_p2p_comm, which does not synchronise the host), the host goes on issuing
+  // kernels. Reset where the host may wait: a collective (conservatively), an event, the step.
+  double host_ahead_s = 0;
+  double* const ahead = stream == 0 ? &host_ahead_s : nullptr;
   const bool launch_gaps = variation_ && variation_->has_launch_gaps();
   // Without observers or thermal state, a gap inside a run of compute changes only when the run
   // ends: it joins the run's timed wait instead of splitting it (one engine event fewer).
   const bool fold_gaps = launch_gaps && !watched && !variation_->has_thermal();
   for (int step = 0; step < sim_.scenario_.simulation.steps; ++step) {
+    host_ahead_s = 0;
     if (stream == 0 && variation_ && variation_->has_host_step()) {
       sg4::this_actor::sleep_for(variation_->host_step_s(rank, step));
     }
@@ -299,7 +306,7 @@ void Simulation::Run::stream_main(int rank, int stream) {
           // (folded) or before an execution of the pass's own (split).
           const double gap_s = variation_->launch_gap_s(rank, step, *run->pass);
           if (!fused.empty() && !fold_gaps) {
-            compute(rank, stream, step, fused, lead_s);
+            compute(rank, stream, step, fused, lead_s, ahead);
             fused.clear();
             lead_s = 0;
           }
@@ -309,7 +316,7 @@ void Simulation::Run::stream_main(int rank, int stream) {
         continue;
       }
       if (!fused.empty()) {
-        compute(rank, stream, step, fused, lead_s);
+        compute(rank, stream, step, fused, lead_s, ahead);
         fused.clear();
         lead_s = 0;
       }
@@ -318,7 +325,10 @@ void Simulation::Run::stream_main(int rank, int stream) {
       std::visit(Overloaded{
                      [](const ops::RunSegment&) {},
                      [](const ops::ComputeFor&) {},
-                     [&](const ops::Collective& c) { collective(rank, c); },
+                     [&](const ops::Collective& c) {
+                       collective(rank, c);
+                       host_ahead_s = 0;
+                     },
                      [&](const ops::Send& send) {
                        // Transfer jitter stretches the transfer's bandwidth time: its size grows.
                        const double bytes =
@@ -337,6 +347,7 @@ void Simulation::Run::stream_main(int rank, int stream) {
                            throw std::logic_error("a receive waited for was not posted");
                          edge.posted.front()->wait();
                          edge.posted.pop_front();
+                         host_ahead_s += sg4::Engine::get_clock() - start;
                        } else {
                          receive(edge.mailbox);
                        }
@@ -357,6 +368,7 @@ void Simulation::Run::stream_main(int rank, int stream) {
                        notable = false;
                      },
                      [&](const ops::Wait& wait) {
+                       host_ahead_s = 0;
                        std::unique_lock lock(*events.mutex);
                        while (events.recorded[wait.event.index()] <= step)
                          events.changed->wait(lock);
@@ -366,7 +378,7 @@ void Simulation::Run::stream_main(int rank, int stream) {
       if (watched && notable) notify({rank, stream, step, start, sg4::Engine::get_clock(), &op});
     }
     if (!fused.empty()) {
-      compute(rank, stream, step, fused, lead_s);
+      compute(rank, stream, step, fused, lead_s, ahead);
       fused.clear();
       lead_s = 0;
     }
@@ -380,27 +392,46 @@ void Simulation::Run::stream_main(int rank, int stream) {
 }
 
 void Simulation::Run::compute(int rank, int stream, int step, const std::vector<const Op*>& ops,
-                              double lead_s) {
+                              double lead_s, double* host_ahead_s) {
   // The execution starts after the lead (an idle GPU), in the same timed wait: one event.
   const double start = sg4::Engine::get_clock() + lead_s;
   double nominal_s = 0;
   for (const Op* op : ops) nominal_s += nominal_seconds(job_, *op);
   const auto& watchers = watchers_[static_cast<size_t>(rank)];
   std::vector<std::vector<double>> member_kernel_s;
+  // A host ahead of the GPU has already issued what the GPU would wait for at the segments'
+  // start, up to the first time the host waits for the GPU.
+  double skipped_s = 0;
+  for (const Op* op : ops) {
+    const auto* run = std::get_if<ops::RunSegment>(op);
+    if (host_ahead_s == nullptr || *host_ahead_s <= 0 || run == nullptr) break;
+    const Segment& segment = job_.segments[run->segment];
+    const double saved_s = std::min(*host_ahead_s, segment.host_wait_s);
+    skipped_s += saved_s;
+    *host_ahead_s = segment.host_waits ? 0 : *host_ahead_s - saved_s;
+  }
   // A rank's host runs nothing else, so its compute is a timed wait: as long as an execution of
   // the same work, and cheaper for the engine (no CPU sharing to solve).
-  ExecutionTime time{nominal_s, 0};
+  ExecutionTime time{std::max(0.0, nominal_s - skipped_s), 0};
   if (variation_) {
     time = variation_->execute(
         rank, ops, start, step,
-        kernels_wanted_[static_cast<size_t>(rank)] ? &member_kernel_s : nullptr);
+        kernels_wanted_[static_cast<size_t>(rank)] ? &member_kernel_s : nullptr, skipped_s);
   }
   sg4::this_actor::sleep_for(lead_s + time.seconds);
   ++result_.counters.executions;
   if (watchers.empty()) return;
-  ComputeSpan span{
-      rank,    stream, step, start, sg4::Engine::get_clock(), &ops, nominal_s, time.communication_s,
-      nullptr, nullptr};
+  ComputeSpan span{rank,
+                   stream,
+                   step,
+                   start,
+                   sg4::Engine::get_clock(),
+                   &ops,
+                   nominal_s,
+                   time.communication_s,
+                   skipped_s,
+                   nullptr,
+                   nullptr};
   if (variation_) {
     if (kernels_wanted_[static_cast<size_t>(rank)]) {
       span.member_kernel_s = &member_kernel_s;

@@ -110,8 +110,10 @@ void TraceRecorder::on_op(const OpSpan& s) {
 }
 
 void TraceRecorder::on_compute(const ComputeSpan& s) {
-  // Without variation, kernels in proportion to their nominal durations.
-  const double scale = (s.end_s - s.start_s) / s.nominal_s;
+  // Without variation, kernels in proportion to their nominal durations (less the waits for the
+  // host that a host ahead had already issued).
+  const double run_s = s.nominal_s - s.host_wait_skipped_s;
+  const double scale = run_s > 0 ? (s.end_s - s.start_s) / run_s : 1;
   for (int as : drawn_as_[static_cast<size_t>(s.rank)]) {
     // With variation, the kernels as this rank's own GPU ran them.
     const std::vector<double>* own = nullptr;
@@ -133,15 +135,19 @@ void TraceRecorder::on_compute(const ComputeSpan& s) {
       return it != group_of_role_.end() ? static_cast<int>(it->second) : lockstep_group;
     };
     double at = s.start_s;
+    double skip_s = s.host_wait_skipped_s;  // taken off the first waits for the host
     size_t next = 0;
     for (const Op* op : *s.ops) {
       const auto add_kernel = [&](const std::string& name, const char* category, double seconds,
                                   double bytes) {
-        const double d = own != nullptr ? (*own)[next++] : seconds * scale;
         if (category == std::string_view("idle")) {  // waiting for the host: a gap
-          at += d;
+          const double gap_s = own != nullptr ? (*own)[next++] : seconds;
+          const double skipped_s = std::min(skip_s, gap_s);
+          skip_s -= skipped_s;
+          at += (gap_s - skipped_s) * (own != nullptr ? 1 : scale);
           return;
         }
+        const double d = own != nullptr ? (*own)[next++] : seconds * scale;
         TraceSpan kernel;
         kernel.rank = as;
         kernel.stream = s.stream;

@@ -442,7 +442,8 @@ void RunVariation::record_chunk(const VariationModel::SegmentPlan& plan, size_t 
 }
 
 ExecutionTime RunVariation::execute(int rank, const std::vector<const Op*>& ops, double now_s,
-                                    int step, std::vector<std::vector<double>>* kernel_seconds) {
+                                    int step, std::vector<std::vector<double>>* kernel_seconds,
+                                    double skipped_idle_s) {
   const VariationModel& m = model_;
   Unit& unit = units_[static_cast<size_t>(rank)];
   const size_t members = unit.gpus.size();
@@ -576,6 +577,8 @@ ExecutionTime RunVariation::execute(int rank, const std::vector<const Op*>& ops,
       }
     }
   }
+  // Waits for the host that a host ahead had already issued (idle, never varied) are not run.
+  time.seconds = std::max(0.0, time.seconds - skipped_idle_s);
   if (m.thermal_ && time.seconds > 0) {
     for (size_t i = 0; i < members; ++i) {
       const double busy = std::min(1.0, busy_[i] / time.seconds);

@@ -124,7 +124,8 @@ class RunVariation {
   /// duration of every kernel of `ops` in order (a plain op is one kernel; an analytic collective
   /// includes the wait for the slowest member): what a profiler on that GPU would record.
   ExecutionTime execute(int rank, const std::vector<const Op*>& ops, double now_s, int step,
-                        std::vector<std::vector<double>>* kernel_seconds = nullptr);
+                        std::vector<std::vector<double>>* kernel_seconds = nullptr,
+                        double skipped_idle_s = 0);
   /// The GPUs of simulated rank `rank`'s lockstep members, in the order of `kernel_seconds`.
   const std::vector<int>& member_gpus(int rank) const {
     return units_[static_cast<size_t>(rank)].gpus;

@@ -38,6 +38,12 @@ struct Segment {
   std::string name;  ///< "fwd layers 0-9", "optimizer"
   std::vector<Kernel> kernels;
   double seconds = 0;  ///< sum of the kernels
+  /// Of `seconds`, the GPU's waits for launches before the host first waits for the GPU: what a
+  /// host that far ahead would already have issued (ahead across a posted receive's wait).
+  double host_wait_s = 0;
+  /// The host waits for the GPU inside the segment: a blocking copy, or its Python before a
+  /// collective in the network that ends the segment.
+  bool host_waits = false;
 
   void add(Kernel kernel) {
     seconds += kernel.seconds;

@@ -234,6 +234,8 @@ double issue_in_order(Segment& segment, const HostSpec& host, double host_lead_s
   std::vector<Kernel> issued;
   issued.reserve(segment.kernels.size());
   segment.seconds = 0;
+  segment.host_wait_s = 0;
+  segment.host_waits = false;
   for (Kernel& kernel : segment.kernels) {
     if (kernel.kernel_class == KernelClass::idle) {
       // The host's own work, after which it waits for the device: its Python before a collective
@@ -241,6 +243,7 @@ double issue_in_order(Segment& segment, const HostSpec& host, double host_lead_s
       const double end_s = std::max(device_s, host_s + kernel.seconds);
       kernel.seconds = end_s - device_s;
       host_s = device_s = end_s;
+      segment.host_waits = true;
       if (kernel.seconds > 0) issued.push_back(std::move(kernel));
       continue;
     }
@@ -249,6 +252,7 @@ double issue_in_order(Segment& segment, const HostSpec& host, double host_lead_s
                                           : host.kernel_launch_s);
     if (host_s > device_s) {
       issued.push_back({"host_launch", KernelClass::idle, host_s - device_s});
+      if (!segment.host_waits) segment.host_wait_s += host_s - device_s;
       device_s = host_s;
     }
     device_s += kernel.seconds;

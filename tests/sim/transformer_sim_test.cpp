@@ -1,6 +1,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -209,6 +210,27 @@ TEST_CASE("a 1F1B pipeline on slow links matches the closed-form schedule with t
       2e-6);
 }
 
+namespace {
+
+/// tiny-gpt on 2 GPUs, 2 stages of 2 chunks each, receives ahead or on use, transfers of 300 us
+/// latency and unlimited bandwidth; then `more`.
+Scenario slow_interleaved(bool ahead, std::vector<std::string> more) {
+  std::vector<std::string> overrides = {
+      "parallelism.gpus=2",
+      "parallelism.tp=1",
+      "parallelism.pp=2",
+      "parallelism.dp=1",
+      "parallelism.schedule=interleaved",
+      "parallelism.virtual_stages=2",
+      "platform.node.nvlink.bandwidth=1Pbps",
+      "platform.node.nvlink.latency=300us",
+      std::string("parallelism.pipeline_receives=") + (ahead ? "ahead" : "on_use")};
+  overrides.insert(overrides.end(), more.begin(), more.end());
+  return tiny(overrides);
+}
+
+}  // namespace
+
 // Megatron's interleaved schedule with overlap_p2p_comm posts each pass's receive after the
 // rank's previous pass of the same direction: a transfer runs while the receiver computes. The
 // links' latency makes the transfers as long as passes (300 us); their bandwidth is unlimited, as
@@ -218,11 +240,7 @@ TEST_CASE(
   const int p = 2, v = 2, m = 16;
   for (const bool ahead : {false, true}) {
     CAPTURE(ahead);
-    const Scenario s =
-        tiny({"parallelism.gpus=2", "parallelism.tp=1", "parallelism.pp=2", "parallelism.dp=1",
-              "parallelism.schedule=interleaved", "parallelism.virtual_stages=2",
-              "platform.node.nvlink.bandwidth=1Pbps", "platform.node.nvlink.latency=300us",
-              std::string("parallelism.pipeline_receives=") + (ahead ? "ahead" : "on_use")});
+    const Scenario s = slow_interleaved(ahead, {});
     REQUIRE(s.parallelism.pipeline_receives_ahead == ahead);
     REQUIRE(microbatches_per_replica(s) == m);
     std::vector<double> forward, backward;
@@ -252,6 +270,65 @@ TEST_CASE(
       CHECK(makespan < pipeline_makespan(PipelineSchedule::interleaved, p, v, m, forward, backward,
                                          transfer, false) -
                            4 * transfer);
+    }
+  }
+}
+
+// Megatron's host does not wait on a posted receive (overlap_p2p_comm): while the GPU waits for
+// the data, the host issues the next pass's kernels, and the GPU then finds them launched. With
+// 100 us of module code a unit (free launches) every pass starts with waits for the host. On
+// use, the step is the closed form with those waits in the passes' times (within SimGrid's 1 ns
+// over the step's events); ahead, it is below that (the waits behind a receive are gone) and
+// above the closed form without them (the host is never free).
+TEST_CASE("a host ahead across posted receives has launched the next pass when its data arrives") {
+  const int p = 2, v = 2, m = 16;
+  for (const bool ahead : {false, true}) {
+    CAPTURE(ahead);
+    const Scenario s = slow_interleaved(ahead, {"host.layer_launch=100us", "host.layer_syncs=0"});
+    const Job job = build_transformer_job(s, Topology(s.platform));
+    // Each virtual stage's passes with the host's waits: their segments (one a pass here).
+    std::vector<double> forward(p * v, -1), backward(p * v, -1);
+    std::vector<double> forward_waits(p * v, 0), backward_waits(p * v, 0);
+    for (const Segment& segment : job.segments) {
+      int first = 0, last = 0;
+      if (std::sscanf(segment.name.c_str(), "%*s layers %d-%d", &first, &last) != 2) continue;
+      REQUIRE(first == last);  // one layer a virtual stage
+      const bool is_forward = segment.name.rfind("forward", 0) == 0;
+      auto& seconds = is_forward ? forward : backward;
+      auto& waits = is_forward ? forward_waits : backward_waits;
+      CHECK((seconds[first] < 0 || seconds[first] == segment.seconds));
+      CHECK((waits[first] == 0 || waits[first] == segment.host_wait_s));
+      seconds[first] = segment.seconds;
+      waits[first] = segment.host_wait_s;
+      CHECK(!segment.host_waits);
+      CHECK(segment.host_wait_s > 0.99e-4);
+    }
+    const Topology topology(s.platform);
+    const double transfer = activation_transfer_s(topology);
+    const LayerContext c = layer_context(s);
+    const double step_end =
+        predicted_call_seconds({0, 1}, topology, s.platform, CollectiveOp::all_reduce, 8,
+                               Algorithm::automatic) +
+        optimizer_seconds(s, 2 * layer_parameters(c.model) + embedding_parameters(c));
+    const double with_waits_s = pipeline_makespan(PipelineSchedule::interleaved, p, v, m, forward,
+                                                  backward, transfer, ahead) +
+                                step_end;
+    std::vector<double> forward_free = forward, backward_free = backward;
+    for (int vs = 0; vs < p * v; ++vs) {
+      forward_free[vs] -= forward_waits[vs];
+      backward_free[vs] -= backward_waits[vs];
+    }
+    const double without_waits_s = pipeline_makespan(PipelineSchedule::interleaved, p, v, m,
+                                                     forward_free, backward_free, transfer, ahead) +
+                                   step_end;
+    const double simulated = simulate_step(s);
+    CAPTURE(with_waits_s);
+    CAPTURE(without_waits_s);
+    if (!ahead) {
+      CHECK(simulated == rel(with_waits_s, 2e-6));
+    } else {
+      CHECK(simulated < with_waits_s - 1e-4);  // at least one pass's waits gone
+      CHECK(simulated > without_waits_s);
     }
   }
 }
