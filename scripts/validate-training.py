@@ -933,33 +933,35 @@ class Surrogate:
             moving.update(self._moving(cid))
         return seen - moving
 
+    def _axes(self, cid: str) -> tuple[list[int], list[int]]:
+        """Points and stride of each axis of case `cid`'s grid (row-major, grid_points)."""
+        sizes = [self.params[v[0]].points for v in self.vars[cid]]
+        return sizes, [math.prod(sizes[k + 1:]) for k in range(len(sizes))]
+
     def _moving(self, cid: str) -> set[Variable]:
         """The variables along which case `cid`'s grid times move."""
         if cid not in self._moving_of:
-            variables, y = self.vars[cid], self.y[cid]
-            sizes = [self.params[v[0]].points for v in variables]
-            moving = set()
-            for k, v in enumerate(variables):
-                stride = math.prod(sizes[k + 1:])
-                # Each grid point against the point with index 0 along axis k.
-                if any(abs(y[i] - y[i - (i // stride % sizes[k]) * stride]) > 1e-12
-                       for i in range(len(y))):
-                    moving.add(v)
-            self._moving_of[cid] = moving
+            y = self.y[cid]
+            sizes, strides = self._axes(cid)
+            # Each grid point against the point with index 0 along axis k.
+            self._moving_of[cid] = {
+                v for k, v in enumerate(self.vars[cid])
+                if any(abs(y[i] - y[i - (i // strides[k] % sizes[k]) * strides[k]]) > 1e-12
+                       for i in range(len(y)))}
         return self._moving_of[cid]
 
     def drop(self, variables: set[Variable]) -> None:
-        """Removes inert variables: each case's grid keeps the points with index 0 along them."""
+        """Removes inert variables: each case's grid keeps the points with index 0 along them
+        (its variables that move are unchanged)."""
         for cid, own in self.vars.items():
             keep = [k for k, v in enumerate(own) if v not in variables]
             if len(keep) == len(own):
                 continue
-            sizes = [self.params[v[0]].points for v in own]
+            sizes, strides = self._axes(cid)
             y = self.y[cid]
-            self.y[cid] = [y[sum(j * math.prod(sizes[k + 1:]) for j, k in zip(point, keep))]
+            self.y[cid] = [y[sum(j * strides[k] for j, k in zip(point, keep))]
                            for point in itertools.product(*[range(sizes[k]) for k in keep])]
             self.vars[cid] = tuple(own[k] for k in keep)
-            self._moving_of.pop(cid, None)
 
 
 @dataclass
@@ -1137,6 +1139,10 @@ def fit(s: Surrogate, groups: dict[str, list[str]], start: dict[Variable, float]
         if memo is not None:
             memo[key] = fitted
     value = objective(s, cells, u) / len(groups) if groups else 0.0
+    # A variable that only cases outside `groups` read (a fold's held-out group) has no value
+    # here: the held-out group takes its relatives' instead.
+    for v in s.inert([cid for ids in groups.values() for cid in ids]):
+        u.pop(v, None)
     return FitResult(u, value, total)
 
 
@@ -1265,10 +1271,6 @@ def run_fit(params: Sequence[FitParameter], cases: Sequence[Case], simulate: Sim
     for g in sorted(groups):
         others = {k: v for k, v in groups.items() if k != g}
         folds[g] = fit(s, others, start=in_sample.u, memo=memo)
-        # Nor does a fold keep a value that its own cases do not determine (only the held-out
-        # group's read it): the held-out group takes its relatives' instead.
-        for v in s.inert([cid for ids in others.values() for cid in ids]):
-            folds[g].u.pop(v, None)
     log(f"{len(folds)} leave-one-group-out folds fitted")
     requests, owners, fallbacks = [], [], {}
     seen = seen_attributes(params, [c for c in fit_cases if c.id in grid])
@@ -1298,8 +1300,6 @@ def run_fit(params: Sequence[FitParameter], cases: Sequence[Case], simulate: Sim
             rest = dict(groups)
             rest[g] = [i for i in ids if i != cid]
             fold = fit(s, rest, start=in_sample.u, memo=memo)
-            for v in s.inert([i for ids in rest.values() for i in ids]):
-                fold.u.pop(v, None)
             requests.append((by_id[cid],
                              values_for(params, by_id[cid], fold.u, seen, inert=inert)[0]))
             owners.append(("loco", by_id[cid]))

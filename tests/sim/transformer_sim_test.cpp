@@ -229,6 +229,16 @@ Scenario slow_interleaved(bool ahead, std::vector<std::string> more) {
   return tiny(overrides);
 }
 
+/// What follows the pipeline of slow_interleaved's step: rank 0 ends it (virtual stage 0's last
+/// backward); then the gradient norm and its optimizer over two layers and the embedding.
+double slow_interleaved_step_end(const Scenario& s) {
+  const Topology topology(s.platform);
+  const LayerContext c = layer_context(s);
+  return predicted_call_seconds({0, 1}, topology, s.platform, CollectiveOp::all_reduce, 8,
+                                Algorithm::automatic) +
+         optimizer_seconds(s, 2 * layer_parameters(c.model) + embedding_parameters(c));
+}
+
 }  // namespace
 
 // Megatron's interleaved schedule with overlap_p2p_comm posts each pass's receive after the
@@ -249,18 +259,10 @@ TEST_CASE(
       forward.push_back(f);
       backward.push_back(b);
     }
-    const Topology topology(s.platform);
-    const double transfer = activation_transfer_s(topology);
-    const LayerContext c = layer_context(s);
-    // Rank 0 ends the step (virtual stage 0's last backward); then the gradient norm and its
-    // optimizer over two layers and the embedding.
-    const double norm = predicted_call_seconds({0, 1}, topology, s.platform,
-                                               CollectiveOp::all_reduce, 8, Algorithm::automatic);
+    const double transfer = activation_transfer_s(Topology(s.platform));
     const double makespan = pipeline_makespan(PipelineSchedule::interleaved, p, v, m, forward,
                                               backward, transfer, ahead);
-    const double expected =
-        makespan + norm +
-        optimizer_seconds(s, 2 * layer_parameters(c.model) + embedding_parameters(c));
+    const double expected = makespan + slow_interleaved_step_end(s);
     CAPTURE(transfer);
     CAPTURE(makespan);
     const double simulated = simulate_step(s);
@@ -303,13 +305,8 @@ TEST_CASE("a host ahead across posted receives has launched the next pass when i
       CHECK(!segment.host_waits);
       CHECK(segment.host_wait_s > 0.99e-4);
     }
-    const Topology topology(s.platform);
-    const double transfer = activation_transfer_s(topology);
-    const LayerContext c = layer_context(s);
-    const double step_end =
-        predicted_call_seconds({0, 1}, topology, s.platform, CollectiveOp::all_reduce, 8,
-                               Algorithm::automatic) +
-        optimizer_seconds(s, 2 * layer_parameters(c.model) + embedding_parameters(c));
+    const double transfer = activation_transfer_s(Topology(s.platform));
+    const double step_end = slow_interleaved_step_end(s);
     const double with_waits_s = pipeline_makespan(PipelineSchedule::interleaved, p, v, m, forward,
                                                   backward, transfer, ahead) +
                                 step_end;
